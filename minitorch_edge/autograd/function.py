@@ -1,0 +1,275 @@
+"""Function and Node: how one op records itself so that backward can replay it.
+
+A `Function` subclass gives two static methods:
+
+* ``forward(ctx, *args)`` computes the result. Built-in ops (``_builtin = True``) read the numpy
+  arrays inside their Tensor arguments (``x._data``) and return numpy arrays; user Functions, as
+  in PyTorch, take and return Tensors and run with grad mode off.
+* ``backward(ctx, *grad_outputs)`` returns one gradient per forward argument (None where there is
+  none). It is written with Tensor ops, so with ``create_graph=True`` the backward pass is itself
+  recorded and can be differentiated again.
+
+`Function.apply` runs forward and, when grad mode is on and an input requires grad, turns the
+`ctx` into a `Node`: the ``grad_fn`` of the outputs. A node keeps its saved tensors, the edges to
+its inputs' nodes (``next_functions``) and a sequence number; `engine.py` replays nodes in
+decreasing sequence order. Nodes are owned by the tensors that need them, so a forward pass that
+is never differentiated frees its nodes with its tensors: nothing global grows.
+"""
+import itertools
+import traceback
+
+import numpy as np
+
+from ..tensor import Tensor
+from .grad_mode import _State
+
+_sequence = itertools.count()
+
+
+class _Recording:
+    tape = None       # a list while autograd.record_tape() is active
+    anomaly = False   # True inside detect_anomaly()
+
+
+FREED_MSG = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you call "
+    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+    "graph a second time or if you need to access saved tensors after calling backward.")
+
+
+class Node:
+    """The record of one op: ``ctx`` during forward/backward and ``grad_fn`` of its outputs."""
+    __slots__ = ("_fn", "_next", "_seq", "_saved", "needs_input_grad", "_out_meta", "_non_diff",
+                 "_pre_hooks", "_retain", "_freed", "_stack", "materialize_grads", "__dict__",
+                 "__weakref__")
+
+    def __init__(self, fn):
+        self._fn = fn
+        self._next = ()
+        self._saved = None
+        self._out_meta = None
+        self._non_diff = None
+        self._pre_hooks = None
+        self._retain = None
+        self._freed = False
+        self._stack = None
+        self.materialize_grads = True
+
+    # ---- the ctx API used inside forward/backward ------------------------------------------
+    def save_for_backward(self, *tensors):
+        """Keep tensors for backward; each remembers its version so that a later in-place change
+        is detected when backward reads it."""
+        self._saved = [None if t is None else (t, t._vc, t._vc[0], None, -1) for t in tensors]
+
+    @property
+    def saved_tensors(self):
+        saved = self._saved
+        if saved is None:
+            if self._freed:
+                raise RuntimeError(FREED_MSG)
+            return ()
+        return tuple(self._unpack(entry) for entry in saved)
+
+    def _unpack(self, entry):
+        if entry is None:
+            return None
+        tensor, counter, version, array, out_index = entry
+        if counter[0] != version:
+            from ..tensor import describe
+            shown = tensor if tensor is not None else array
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: [{describe(shown)}], saved by {self.name()}, is at version "
+                f"{counter[0]}; expected version {version} instead. The in-place op that changed "
+                f"it was {counter[1]}_. Hint: use the out-of-place op ({counter[1]}) instead, or "
+                f"clone() the tensor before modifying it.")
+        if tensor is None:  # one of our own outputs: rebuild a Tensor that points back to us
+            tensor = Tensor._make(array, self, out_index, counter)
+        return tensor
+
+    def mark_non_differentiable(self, *outputs):
+        self._non_diff = [id(o) for o in outputs]
+
+    def set_materialize_grads(self, value):
+        self.materialize_grads = bool(value)
+
+    # ---- introspection ------------------------------------------------------------------------
+    def name(self):
+        return self._fn.__name__ + ("Backward0" if self._fn._builtin else "Backward")
+
+    @property
+    def next_functions(self):
+        out = []
+        for edge in self._next:
+            if edge is None:
+                out.append((None, 0))
+            elif edge[1] is None:
+                out.append((AccumulateGrad(edge[0]), 0))
+            else:
+                out.append(edge)
+        return tuple(out)
+
+    @property
+    def metadata(self):
+        return self.__dict__.setdefault("_metadata", {})
+
+    def register_prehook(self, hook):
+        """hook(grad_outputs) -> new grad_outputs or None, called before this node's backward."""
+        self.__dict__.setdefault("_node_prehooks", []).append(hook)
+
+    def register_hook(self, hook):
+        """hook(grad_inputs, grad_outputs) -> new grad_inputs or None, called after backward."""
+        self.__dict__.setdefault("_node_hooks", []).append(hook)
+
+    def __repr__(self):
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+
+class AccumulateGrad:
+    """Stands for a leaf in ``next_functions`` (the engine adds into ``leaf.grad`` directly)."""
+
+    def __init__(self, variable):
+        self.variable = variable
+        self.next_functions = ()
+
+    def name(self):
+        return "torch::autograd::AccumulateGrad"
+
+    def __repr__(self):
+        return f"<AccumulateGrad object at {hex(id(self))}>"
+
+
+class _NoRecordCtx:
+    """The ctx built-in ops get when nothing is recorded: saving is a no-op."""
+    needs_input_grad = ()
+    materialize_grads = True
+
+    def save_for_backward(self, *tensors):
+        pass
+
+    def mark_non_differentiable(self, *outputs):
+        pass
+
+
+_NO_RECORD = _NoRecordCtx()
+
+
+class Function:
+    """Base class of every differentiable op; see the module docstring."""
+    _builtin = False
+    is_view = False      # output 0 may share the memory of input 0 (reshape, transpose, ...)
+    save_output = False  # built-ins: also save output 0 (appended after save_for_backward's)
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("Function subclasses are used through their classmethod apply(), "
+                           "not instantiated")
+
+    @staticmethod
+    def forward(ctx, *args):
+        raise NotImplementedError("a Function must implement forward(ctx, *args)")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("a Function must implement backward(ctx, *grad_outputs)")
+
+    @classmethod
+    def apply(cls, *args):
+        record = False
+        if _State.enabled:
+            for a in args:
+                if isinstance(a, Tensor) and a._rg:
+                    record = True
+                    break
+        if record:
+            ctx = Node(cls)
+            ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._rg for a in args)
+        elif cls._builtin:
+            ctx = _NO_RECORD
+        else:
+            ctx = Node(cls)
+            ctx.needs_input_grad = (False,) * len(args)
+
+        if cls._builtin:
+            out = cls.forward(ctx, *args)
+        else:
+            prev = _State.enabled
+            _State.enabled = False
+            try:
+                out = cls.forward(ctx, *args)
+            finally:
+                _State.enabled = prev
+
+        if out.__class__ is np.ndarray:            # the common case: one array out
+            result = Tensor._make(out)
+            outputs = (result,)
+            if cls.is_view and out.base is not None:   # a view shares its base's version
+                base = args[0]
+                result._vc = base._vc
+                result._base = base._base if base._base is not None else base
+        else:
+            if isinstance(out, tuple):
+                outputs = tuple(_as_output(o, args) for o in out)
+                result = outputs
+            else:
+                result = _as_output(out, args)
+                outputs = (result,)
+        if record:
+            _connect(ctx, cls, args, out, outputs)
+        return result
+
+
+def _as_output(o, args):
+    if isinstance(o, Tensor):
+        if any(o is a for a in args):  # an input returned as is: output a new alias of it
+            return Tensor._make(o._data, vc=o._vc)
+        return o
+    if o is None:
+        return None
+    return Tensor._make(np.asarray(o))
+
+
+def _connect(ctx, cls, args, raw_out, outputs):
+    """Make `ctx` the grad_fn of `outputs`: edges to inputs, saved outputs, sequence number."""
+    ctx._next = tuple(
+        ((a._fn, a._nr) if a._fn is not None else (a, None)) if isinstance(a, Tensor) and a._rg
+        else None
+        for a in args)
+    ctx._seq = next(_sequence)
+    non_diff = ctx._non_diff
+    raws = raw_out if isinstance(raw_out, tuple) else (raw_out,)
+    for k, t in enumerate(outputs):
+        if t is None:
+            continue
+        if non_diff and (id(t) in non_diff or id(raws[k]) in non_diff):
+            continue
+        if t._data.dtype.kind == "f":
+            t._rg = True
+            t._fn = ctx
+            t._nr = k
+    ctx._out_meta = [None if t is None else (t._data.shape, t._data.dtype) for t in outputs]
+    saved = ctx._saved
+    if cls.save_output:
+        t = outputs[0]
+        entry = (None, t._vc, t._vc[0], t._data, 0)
+        ctx._saved = saved + [entry] if saved else [entry]
+    elif saved and not cls._builtin:
+        # user Functions may save their own outputs: keep those by value, not by reference, so
+        # that output -> grad_fn -> saved -> output forms no cycle
+        ids = {id(t): k for k, t in enumerate(outputs) if t is not None}
+        for i, entry in enumerate(saved):
+            if entry is not None and id(entry[0]) in ids:
+                k = ids[id(entry[0])]
+                t = outputs[k]
+                saved[i] = (None, t._vc, t._vc[0], t._data, k)
+    if _Recording.anomaly:
+        ctx._stack = "".join(traceback.format_stack()[:-3])
+    if _Recording.tape is not None:
+        _Recording.tape.append((ctx, [_meta(a) for a in args], [_meta(t) for t in outputs]))
+
+
+def _meta(x):
+    data = getattr(x, "_data", None)
+    if data is None:
+        return repr(x) if not isinstance(x, (list, tuple)) or len(x) < 6 else f"<{len(x)} items>"
+    return (tuple(data.shape), data.dtype.name, bool(x._rg))

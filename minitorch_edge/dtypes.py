@@ -1,0 +1,162 @@
+"""dtypes: the element types a Tensor can hold, and PyTorch's type-promotion rules.
+
+A `dtype` wraps a numpy dtype and carries PyTorch's name for it (`minitorch_edge.float32`).
+Mixed operands follow PyTorch, not numpy:
+
+* categories rank bool < integer < floating;
+* dimensioned tensors decide the result; 0-dim tensors and Python scalars only raise the result
+  when they belong to a higher category (``int_tensor + 2.5`` -> float32, the default dtype;
+  ``float16_tensor + 2.5`` -> float16; ``float32_tensor + float64_0dim`` -> float32).
+"""
+import numpy as np
+
+__all__ = ["dtype", "float32", "float64", "float16", "int8", "int16", "int32", "int64", "uint8",
+           "bool", "float", "double", "half", "long", "int", "short",
+           "get_default_dtype", "set_default_dtype", "promote_types", "result_type"]
+
+
+class dtype:
+    """One element type. ``dtype.np`` is the numpy dtype it stores."""
+    __slots__ = ("name", "np", "is_floating_point", "is_signed", "itemsize", "_rank")
+
+    def __init__(self, name, np_dtype, rank):
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.is_floating_point = self.np.kind == "f"
+        self.is_signed = self.np.kind in "fi"
+        self.itemsize = self.np.itemsize
+        self._rank = rank
+
+    @property
+    def is_complex(self):
+        return False
+
+    def __repr__(self):
+        return "minitorch_edge." + self.name
+
+    def __reduce__(self):  # copies and multiprocessing get the same singleton back
+        return (_by_name, (self.name,))
+
+
+bool_ = dtype("bool", np.bool_, 0)
+uint8 = dtype("uint8", np.uint8, 1)
+int8 = dtype("int8", np.int8, 1)
+int16 = dtype("int16", np.int16, 2)
+int32 = dtype("int32", np.int32, 3)
+int64 = dtype("int64", np.int64, 4)
+float16 = dtype("float16", np.float16, 5)
+float32 = dtype("float32", np.float32, 6)
+float64 = dtype("float64", np.float64, 7)
+
+# PyTorch's aliases
+float, double, half = float32, float64, float16
+long, int, short = int64, int32, int16
+bool = bool_  # noqa: A001  (mirrors torch.bool)
+
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64)
+_FROM_NP = {d.np: d for d in ALL}
+_NAMES = {d.name: d for d in ALL}
+
+
+def _by_name(name):
+    return _NAMES[name]
+
+
+_default = [float32]
+
+
+def get_default_dtype():
+    return _default[0]
+
+
+def set_default_dtype(d):
+    d = to_dtype(d)
+    if not d.is_floating_point:
+        raise TypeError(f"set_default_dtype: only floating-point types are supported, got {d}")
+    _default[0] = d
+
+
+def to_dtype(d):
+    """Accept our dtype, a numpy dtype/type, or a name; return our dtype (TypeError otherwise)."""
+    if d.__class__ is dtype:
+        return d
+    if isinstance(d, str) and d in _NAMES:
+        return _NAMES[d]
+    try:
+        return _FROM_NP[np.dtype(d)]
+    except (TypeError, KeyError):
+        raise TypeError(f"unsupported dtype {d!r}; use one of "
+                        + ", ".join(x.name for x in ALL)) from None
+
+
+def from_numpy_dtype(np_dtype):
+    """Our dtype for a numpy dtype, or None if we do not support it."""
+    return _FROM_NP.get(np_dtype)
+
+
+def promote_types(a, b):
+    """The smallest dtype both `a` and `b` convert to without losing their category."""
+    if a is b:
+        return a
+    if a.is_floating_point or b.is_floating_point:
+        if a.is_floating_point and b.is_floating_point:
+            return a if a._rank > b._rank else b
+        return a if a.is_floating_point else b
+    if a is bool_:
+        return b
+    if b is bool_:
+        return a
+    if {a, b} == {uint8, int8}:
+        return int16
+    if uint8 in (a, b):  # uint8 with a wider signed int
+        return a if a is not uint8 else b
+    return a if a._rank > b._rank else b
+
+
+def _category(d):
+    return 2 if d.is_floating_point else (0 if d is bool_ else 1)
+
+
+def _combine(higher, lower):
+    # PyTorch's combine_categories: the higher-priority group wins unless it is of a lower category.
+    if higher is None:
+        return lower
+    if lower is None:
+        return higher
+    if higher.is_floating_point:
+        return higher
+    if higher is bool_ or lower.is_floating_point:
+        return promote_types(higher, lower)
+    return higher
+
+
+def scalar_dtype(x):
+    """The dtype PyTorch gives a Python scalar used as an operand."""
+    if isinstance(x, (builtins_bool, np.bool_)):
+        return bool_
+    if isinstance(x, (builtins_int, np.integer)):
+        return int64
+    if isinstance(x, (builtins_float, np.floating)):
+        return _default[0]
+    raise TypeError(f"unsupported operand type {type(x).__name__}")
+
+
+import builtins as _b  # noqa: E402
+
+builtins_bool, builtins_int, builtins_float = _b.bool, _b.int, _b.float
+
+
+def result_type(*operands):
+    """PyTorch's result_type over Tensors (dimensioned or 0-dim) and Python scalars."""
+    dim = zero = wrapped = None
+    for x in operands:
+        d = getattr(x, "dtype", None)
+        if d is not None and d.__class__ is dtype:
+            if x._data.ndim:
+                dim = d if dim is None else promote_types(dim, d)
+            else:
+                zero = d if zero is None else promote_types(zero, d)
+        else:
+            d = scalar_dtype(x)
+            wrapped = d if wrapped is None else promote_types(wrapped, d)
+    return _combine(dim, _combine(zero, wrapped))

@@ -1,0 +1,11 @@
+"""The differentiable op set. Importing this package attaches every op to Tensor as a method and
+re-exports the functional forms (``minitorch_edge.exp``, ``minitorch_edge.cat``, ...)."""
+import importlib
+
+_MODULES = ["elementwise", "unary", "activation", "reduce", "shape", "index", "linalg"]
+__all__ = []
+for _name in _MODULES:
+    _mod = importlib.import_module(f".{_name}", __name__)
+    for _fn in _mod.__all__:
+        globals()[_fn] = getattr(_mod, _fn)
+    __all__ += _mod.__all__
