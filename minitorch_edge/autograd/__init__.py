@@ -6,3 +6,4 @@ from .engine import backward, grad  # noqa: F401
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode,  # noqa: F401
                         is_grad_enabled, is_inference_mode_enabled)
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError  # noqa: F401,E402
+from .tape import record_tape, Tape, detect_anomaly, set_detect_anomaly, is_anomaly_enabled  # noqa

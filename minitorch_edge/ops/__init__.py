@@ -9,3 +9,4 @@ for _name in _MODULES:
     for _fn in _mod.__all__:
         globals()[_fn] = getattr(_mod, _fn)
     __all__ += _mod.__all__
+from . import inplace  # noqa: E402,F401  (add_, mul_, x[i] = v, ...: after the ops they reuse)

@@ -1,0 +1,65 @@
+"""The ``minitorch-edge`` command (also ``python -m minitorch_edge``).
+
+    minitorch-edge info     version, active backend, built native kernels, CPU features
+"""
+import argparse
+import platform
+import sys
+
+from . import __version__, backend
+
+
+def _cpu_flags():
+    """CPU features as the OS reports them (the native library reports its own view too)."""
+    wanted = ("avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx_vnni",
+              "neon", "asimd", "asimddp")
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("flags", "Features")):
+                    have = set(line.split(":", 1)[1].split())
+                    return [w for w in wanted if w in have]
+    except OSError:
+        pass
+    return []
+
+
+def info(out=sys.stdout):
+    data = backend.info()
+    rows = [("minitorch_edge", __version__),
+            ("python", platform.python_version()),
+            ("machine", f"{platform.machine()} ({platform.system()})"),
+            ("backend", f"{data.pop('backend')} (MTE_BACKEND={data.pop('requested')})")]
+    if "native" in data:
+        rows.append(("native", data.pop("native")))
+    else:
+        rows.append(("native", f"libmte {data.pop('version', '?')}, ISA path "
+                               f"{data.pop('isa', '?')}"))
+        rows.append(("native kernels", ", ".join(data.pop("kernels", [])) or "none"))
+        rows.append(("threads", str(data.pop("num_threads", backend.get_num_threads()))))
+        feats = data.pop("cpu_features", None)
+        if feats is not None:
+            rows.append(("cpu features (libmte)", ", ".join(feats) or "none"))
+    rows.append(("cpu features (os)", ", ".join(_cpu_flags()) or "unknown"))
+    for k, v in data.items():
+        rows.append((k, str(v)))
+    width = max(len(k) for k, _ in rows)
+    for k, v in rows:
+        print(f"{k:<{width}}  {v}", file=out)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="minitorch-edge",
+                                     description="minitorch_edge command-line tools")
+    sub = parser.add_subparsers(dest="command")
+    sub.add_parser("info", help="version, backend, native kernels and CPU features")
+    args = parser.parse_args(argv)
+    if args.command == "info":
+        info()
+        return 0
+    parser.print_help()
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
