@@ -39,28 +39,32 @@ FREED_MSG = (
 
 
 class Node:
-    """The record of one op: ``ctx`` during forward/backward and ``grad_fn`` of its outputs."""
-    __slots__ = ("_fn", "_next", "_seq", "_saved", "needs_input_grad", "_out_meta", "_non_diff",
-                 "_pre_hooks", "_retain", "_freed", "_stack", "materialize_grads", "__dict__",
-                 "__weakref__")
+    """The record of one op: ``ctx`` during forward/backward and ``grad_fn`` of its outputs.
+
+    Class attributes give the defaults, so recording an op only sets what differs (this is the
+    hot path of every recorded op)."""
+    _next = ()            # per input: (node, output_nr), (leaf_tensor, None) or None
+    _seq = -1             # sequence number: the position on the tape
+    _saved = None         # saved tensors: (tensor, counter, version, array, output_nr) entries
+    _out_meta = ()        # per output: (shape, numpy dtype)
+    _non_diff = None
+    _pre_hooks = None     # tensor hooks on outputs: {output_nr: [hook, ...]}
+    _retain = None        # retain_grad(): {output_nr: weakref to tensor}
+    _freed = False
+    _stack = None         # forward stack, recorded in anomaly mode
+    materialize_grads = True
+    needs_input_grad = ()
 
     def __init__(self, fn):
         self._fn = fn
-        self._next = ()
-        self._saved = None
-        self._out_meta = None
-        self._non_diff = None
-        self._pre_hooks = None
-        self._retain = None
-        self._freed = False
-        self._stack = None
-        self.materialize_grads = True
 
     # ---- the ctx API used inside forward/backward ------------------------------------------
     def save_for_backward(self, *tensors):
         """Keep tensors for backward; each remembers its version so that a later in-place change
-        is detected when backward reads it."""
-        self._saved = [None if t is None else (t, t._vc, t._vc[0], None, -1) for t in tensors]
+        is detected when backward reads it. (Built-in ops may also pass Python scalars, which
+        are kept as they are.)"""
+        self._saved = [(t, t._vc, t._vc[0], None, -1) if isinstance(t, Tensor) else
+                       (t, None, None, None, -2) for t in tensors]
 
     @property
     def saved_tensors(self):
@@ -72,9 +76,9 @@ class Node:
         return tuple(self._unpack(entry) for entry in saved)
 
     def _unpack(self, entry):
-        if entry is None:
-            return None
         tensor, counter, version, array, out_index = entry
+        if counter is None:          # None or a Python scalar
+            return tensor
         if counter[0] != version:
             from ..tensor import describe
             shown = tensor if tensor is not None else array
@@ -153,6 +157,7 @@ class _NoRecordCtx:
 
 
 _NO_RECORD = _NoRecordCtx()
+_new = object.__new__
 
 
 class Function:
@@ -177,13 +182,12 @@ class Function:
     def apply(cls, *args):
         record = False
         if _State.enabled:
-            for a in args:
-                if isinstance(a, Tensor) and a._rg:
-                    record = True
-                    break
+            needs = [isinstance(a, Tensor) and a._rg for a in args]
+            record = True in needs
         if record:
-            ctx = Node(cls)
-            ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._rg for a in args)
+            ctx = _new(Node)
+            ctx._fn = cls
+            ctx.needs_input_grad = tuple(needs)
         elif cls._builtin:
             ctx = _NO_RECORD
         else:
@@ -201,21 +205,44 @@ class Function:
                 _State.enabled = prev
 
         if out.__class__ is np.ndarray:            # the common case: one array out
-            result = Tensor._make(out)
-            outputs = (result,)
+            result = _new(Tensor)
+            result._data = out
+            result._grad = result._fn = result._hooks = result._retains = result._base = None
+            result._nr = 0
+            result._vc = [0, None]
+            result._rg = False
             if cls.is_view and out.base is not None:   # a view shares its base's version
                 base = args[0]
                 result._vc = base._vc
                 result._base = base._base if base._base is not None else base
+            if record:
+                ctx._next = tuple([((a._fn, a._nr) if a._fn is not None else (a, None))
+                                   if n else None for a, n in zip(args, needs)])
+                ctx._seq = next(_sequence)
+                ctx._out_meta = ((out.shape, out.dtype),)
+                if out.dtype.kind == "f" and ctx._non_diff is None:
+                    result._rg = True
+                    result._fn = ctx
+                if cls.save_output:
+                    entry = (None, result._vc, result._vc[0], out, 0)
+                    ctx._saved = ctx._saved + [entry] if ctx._saved else [entry]
+                if _Recording.anomaly or _Recording.tape is not None:
+                    _observe(ctx, args, (result,))
+            return result
+
+        if isinstance(out, tuple):
+            outputs = tuple([_as_output(o, args) for o in out])
+            result = outputs
         else:
-            if isinstance(out, tuple):
-                outputs = tuple(_as_output(o, args) for o in out)
-                result = outputs
-            else:
-                result = _as_output(out, args)
-                outputs = (result,)
+            result = _as_output(out, args)
+            outputs = (result,)
         if record:
-            _connect(ctx, cls, args, out, outputs)
+            ctx._next = tuple([((a._fn, a._nr) if a._fn is not None else (a, None))
+                               if n else None for a, n in zip(args, needs)])
+            ctx._seq = next(_sequence)
+            _connect_outputs(ctx, cls, out, outputs)
+            if _Recording.anomaly or _Recording.tape is not None:
+                _observe(ctx, args, outputs)
         return result
 
 
@@ -229,13 +256,8 @@ def _as_output(o, args):
     return Tensor._make(np.asarray(o))
 
 
-def _connect(ctx, cls, args, raw_out, outputs):
-    """Make `ctx` the grad_fn of `outputs`: edges to inputs, saved outputs, sequence number."""
-    ctx._next = tuple(
-        ((a._fn, a._nr) if a._fn is not None else (a, None)) if isinstance(a, Tensor) and a._rg
-        else None
-        for a in args)
-    ctx._seq = next(_sequence)
+def _connect_outputs(ctx, cls, raw_out, outputs):
+    """Make `ctx` the grad_fn of several (or Tensor-valued) outputs and fix up saved outputs."""
     non_diff = ctx._non_diff
     raws = raw_out if isinstance(raw_out, tuple) else (raw_out,)
     for k, t in enumerate(outputs):
@@ -247,7 +269,8 @@ def _connect(ctx, cls, args, raw_out, outputs):
             t._rg = True
             t._fn = ctx
             t._nr = k
-    ctx._out_meta = [None if t is None else (t._data.shape, t._data.dtype) for t in outputs]
+    ctx._out_meta = tuple([None if t is None else (t._data.shape, t._data.dtype)
+                           for t in outputs])
     saved = ctx._saved
     if cls.save_output:
         t = outputs[0]
@@ -262,8 +285,12 @@ def _connect(ctx, cls, args, raw_out, outputs):
                 k = ids[id(entry[0])]
                 t = outputs[k]
                 saved[i] = (None, t._vc, t._vc[0], t._data, k)
+
+
+def _observe(ctx, args, outputs):
+    """Anomaly mode keeps the forward stack; record_tape() lists the node."""
     if _Recording.anomaly:
-        ctx._stack = "".join(traceback.format_stack()[:-3])
+        ctx._stack = "".join(traceback.format_stack()[:-2])
     if _Recording.tape is not None:
         _Recording.tape.append((ctx, [_meta(a) for a in args], [_meta(t) for t in outputs]))
 

@@ -64,16 +64,18 @@ def operands(a, b, op):
 
     Raises RuntimeError naming both shapes if they do not broadcast, TypeError for operands that
     are neither Tensors nor numbers."""
-    a_t, b_t = isinstance(a, Tensor), isinstance(b, Tensor)
-    x = a._data if a_t else a
-    y = b._data if b_t else b
+    a_t = a.__class__ is Tensor or isinstance(a, Tensor)
+    b_t = b.__class__ is Tensor or isinstance(b, Tensor)
     if a_t and b_t:
+        x, y = a._data, b._data
         if x.dtype is not y.dtype:
             target = _dt.result_type(a, b).np
             x, y = x.astype(target, copy=False), y.astype(target, copy=False)
         if x.shape != y.shape:
             check_broadcast(x.shape, y.shape, op)
         return x, y
+    x = a._data if a_t else a
+    y = b._data if b_t else b
     scalar = y if a_t else x
     arr = x if a_t else y
     if not isinstance(scalar, (int, float, bool, np.number, np.bool_)):

@@ -24,13 +24,9 @@ def _shape(x):
 
 
 class _Binary(Function):
-    """Base for binary ops: remembers the input shapes (only when recording)."""
+    """Base for binary ops. When recording, forward keeps the input shapes in ``ctx.shapes``
+    (for `sum_to`) and saves what backward needs."""
     _builtin = True
-
-    @staticmethod
-    def _remember(ctx, a, b):
-        if ctx.needs_input_grad:
-            ctx.shapes = (_shape(a), _shape(b))
 
 
 class Add(_Binary):
@@ -39,7 +35,8 @@ class Add(_Binary):
     @staticmethod
     def forward(ctx, a, b):
         x, y = operands(a, b, "add")
-        _Binary._remember(ctx, a, b)
+        if ctx.needs_input_grad:
+            ctx.shapes = (_shape(a), _shape(b))
         return np.add(x, y)
 
     @staticmethod
@@ -58,7 +55,8 @@ class Sub(_Binary):
         if x.dtype == np.bool_ if hasattr(x, "dtype") else False:
             raise TypeError("sub: subtraction with two bool tensors is not supported; use "
                             "logical_xor() or cast with .int() first")
-        _Binary._remember(ctx, a, b)
+        if ctx.needs_input_grad:
+            ctx.shapes = (_shape(a), _shape(b))
         return np.subtract(x, y)
 
     @staticmethod
@@ -75,17 +73,13 @@ class Mul(_Binary):
     def forward(ctx, a, b):
         x, y = operands(a, b, "mul")
         if ctx.needs_input_grad:
-            ctx.save_for_backward(a if isinstance(a, Tensor) else None,
-                                  b if isinstance(b, Tensor) else None)
-            ctx.scalars = (a, b)
-            _Binary._remember(ctx, a, b)
+            ctx.save_for_backward(a, b)
+            ctx.shapes = (_shape(a), _shape(b))
         return np.multiply(x, y)
 
     @staticmethod
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
-        a = ctx.scalars[0] if a is None else a
-        b = ctx.scalars[1] if b is None else b
         sa, sb = ctx.shapes
         need = ctx.needs_input_grad
         return (sum_to(grad * b, sa) if need[0] else None), \
@@ -104,17 +98,13 @@ class Div(_Binary):
             f = _dt.get_default_dtype().np
             x, y = np.asarray(x, f), np.asarray(y, f)
         if ctx.needs_input_grad:
-            ctx.save_for_backward(a if isinstance(a, Tensor) else None,
-                                  b if isinstance(b, Tensor) else None)
-            ctx.scalars = (a, b)
-            _Binary._remember(ctx, a, b)
+            ctx.save_for_backward(a, b)
+            ctx.shapes = (_shape(a), _shape(b))
         return np.true_divide(x, y)
 
     @staticmethod
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
-        a = ctx.scalars[0] if a is None else a
-        b = ctx.scalars[1] if b is None else b
         sa, sb = ctx.shapes
         need = ctx.needs_input_grad
         ga = sum_to(grad / b, sa) if need[0] else None
@@ -142,17 +132,13 @@ class Remainder(_Binary):
     def forward(ctx, a, b):
         x, y = operands(a, b, "remainder")
         if ctx.needs_input_grad:
-            ctx.save_for_backward(a if isinstance(a, Tensor) else None,
-                                  b if isinstance(b, Tensor) else None)
-            ctx.scalars = (a, b)
-            _Binary._remember(ctx, a, b)
+            ctx.save_for_backward(a, b)
+            ctx.shapes = (_shape(a), _shape(b))
         return np.mod(x, y)
 
     @staticmethod
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
-        a = ctx.scalars[0] if a is None else a
-        b = ctx.scalars[1] if b is None else b
         sa, sb = ctx.shapes
         need = ctx.needs_input_grad
         ga = sum_to(grad, sa) if need[0] else None
@@ -167,17 +153,13 @@ class Fmod(_Binary):
     def forward(ctx, a, b):
         x, y = operands(a, b, "fmod")
         if ctx.needs_input_grad:
-            ctx.save_for_backward(a if isinstance(a, Tensor) else None,
-                                  b if isinstance(b, Tensor) else None)
-            ctx.scalars = (a, b)
-            _Binary._remember(ctx, a, b)
+            ctx.save_for_backward(a, b)
+            ctx.shapes = (_shape(a), _shape(b))
         return np.fmod(x, y)
 
     @staticmethod
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
-        a = ctx.scalars[0] if a is None else a
-        b = ctx.scalars[1] if b is None else b
         sa, sb = ctx.shapes
         need = ctx.needs_input_grad
         ga = sum_to(grad, sa) if need[0] else None
@@ -201,17 +183,13 @@ class Pow(_Binary):
                 np.any(np.asarray(y) < 0) and np.asarray(y).dtype.kind in "iu":
             raise RuntimeError("pow: Integers to negative integer powers are not allowed.")
         if ctx.needs_input_grad:
-            ctx.save_for_backward(a if isinstance(a, Tensor) else None,
-                                  b if isinstance(b, Tensor) else None)
-            ctx.scalars = (a, b)
-            _Binary._remember(ctx, a, b)
+            ctx.save_for_backward(a, b)
+            ctx.shapes = (_shape(a), _shape(b))
         return np.power(x, y)
 
     @staticmethod
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
-        a = ctx.scalars[0] if a is None else a
-        b = ctx.scalars[1] if b is None else b
         sa, sb = ctx.shapes
         need = ctx.needs_input_grad
         ga = gb = None
@@ -239,7 +217,7 @@ class Atan2(_Binary):
         x, y = operands(a, b, "atan2")
         if ctx.needs_input_grad:
             ctx.save_for_backward(a, b)
-            _Binary._remember(ctx, a, b)
+            ctx.shapes = (_shape(a), _shape(b))
         return np.arctan2(x, y)
 
     @staticmethod
@@ -261,7 +239,7 @@ class Maximum(_Binary):
         x, y = operands(a, b, cls.__name__.lower())
         if ctx.needs_input_grad:
             ctx.save_for_backward(a, b)
-            _Binary._remember(ctx, a, b)
+            ctx.shapes = (_shape(a), _shape(b))
         return cls._np(x, y)
 
     @classmethod
@@ -318,15 +296,13 @@ class Lerp(Function):
         x, y = operands(a, b, "lerp")
         wv = w._data if isinstance(w, Tensor) else w
         if ctx.needs_input_grad:
-            ctx.save_for_backward(a, b, w if isinstance(w, Tensor) else None)
-            ctx.w = w
+            ctx.save_for_backward(a, b, w)
             ctx.shapes = (_shape(a), _shape(b), _shape(w))
         return np.asarray(x + wv * (y - x)).astype(np.result_type(x, y), copy=False)
 
     @staticmethod
     def backward(ctx, grad):
-        a, b, wt = ctx.saved_tensors
-        w = wt if wt is not None else ctx.w
+        a, b, w = ctx.saved_tensors
         sa, sb, sw = ctx.shapes
         need = ctx.needs_input_grad
         return (sum_to(grad * (1 - w), sa) if need[0] else None), \
