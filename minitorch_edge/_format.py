@@ -14,21 +14,30 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
 
 
 def _float_formatter(values):
-    finite = values[np.isfinite(values)].astype(np.float64)
+    """PyTorch's rule: integers print as "3.", otherwise fixed with 4 decimals, and scientific
+    when the nonzero magnitudes span more than 1000x, exceed 1e8, or (non-integers) go below
+    1e-4."""
     p = _OPTIONS["precision"]
-    if finite.size == 0:
-        fmt = str
-    elif np.all(finite == np.round(finite)) and np.abs(finite).max() < 1e8:
+    finite = values[np.isfinite(values)].astype(np.float64)
+    nonzero = np.abs(finite[finite != 0])
+    if nonzero.size == 0:
+        lo = hi = 1.0
+    else:
+        lo, hi = nonzero.min(), nonzero.max()
+    int_mode = bool(np.all(finite == np.round(finite)))
+    if int_mode:
+        sci = hi / lo > 1000.0 or hi > 1.0e8
+    else:
+        sci = hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4
+    if sci:
+        def fmt(v):
+            return f"{v:.{p}e}" if np.isfinite(v) else str(v)
+    elif int_mode:
         def fmt(v):
             return f"{v:.0f}." if np.isfinite(v) else str(v)
     else:
-        big, small = np.abs(finite).max(), np.abs(finite[finite != 0]).min(initial=1.0)
-        if big >= 1e8 or small < 1e-4 or big / max(small, 1e-300) > 1e8:
-            def fmt(v):
-                return f"{v:.{p}e}"
-        else:
-            def fmt(v):
-                return f"{v:.{p}f}"
+        def fmt(v):
+            return f"{v:.{p}f}" if np.isfinite(v) else str(v)
     return fmt
 
 
@@ -47,7 +56,8 @@ def format_tensor(t):
             width = max((len(fmt(v)) for v in np.asarray(sample).ravel()), default=1)
             formatter = {"float_kind": lambda v: fmt(v).rjust(width)}
         elif data.dtype.kind == "b":
-            formatter = {"bool": lambda v: "True" if v else "False"}
+            width = 5 if (not data.all()) and data.any() else 0
+            formatter = {"bool": lambda v: ("True" if v else "False").rjust(width)}
         else:
             formatter = None
         body = np.array2string(shown, separator=", ", prefix=prefix, formatter=formatter,

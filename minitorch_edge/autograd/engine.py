@@ -148,6 +148,8 @@ def _run(root_edges, root_grads, retain_graph, create_graph, targets, accumulate
 
     prev_mode = _State.enabled
     _State.enabled = create_graph
+    errstate = np.errstate(divide="ignore", invalid="ignore", over="ignore")
+    errstate.__enter__()   # like PyTorch: inf/nan gradients are values, not warnings
     try:
         for edge, g in zip(root_edges, root_grads):
             deliver(edge, g)
@@ -182,6 +184,7 @@ def _run(root_edges, root_grads, retain_graph, create_graph, targets, accumulate
                 _accumulate(leaf, g, create_graph)
     finally:
         _State.enabled = prev_mode
+        errstate.__exit__(None, None, None)
     return captured
 
 

@@ -290,7 +290,7 @@ def _connect_outputs(ctx, cls, raw_out, outputs):
 def _observe(ctx, args, outputs):
     """Anomaly mode keeps the forward stack; record_tape() lists the node."""
     if _Recording.anomaly:
-        ctx._stack = "".join(traceback.format_stack()[:-2])
+        ctx._stack = "".join(traceback.format_stack(limit=12)[:-2])
     if _Recording.tape is not None:
         _Recording.tape.append((ctx, [_meta(a) for a in args], [_meta(t) for t in outputs]))
 

@@ -67,13 +67,15 @@ class Sub(_Binary):
 
 
 class Mul(_Binary):
-    """y = a * b.  dy/da = b, dy/db = a."""
+    """y = a * b.  dy/da = b, dy/db = a.  (Each operand is saved only if the *other* one needs
+    a gradient, as PyTorch does, so ``h[1] = h[1] * 3`` does not trip the version check.)"""
 
     @staticmethod
     def forward(ctx, a, b):
         x, y = operands(a, b, "mul")
-        if ctx.needs_input_grad:
-            ctx.save_for_backward(a, b)
+        need = ctx.needs_input_grad
+        if need:
+            ctx.save_for_backward(a if need[1] else None, b if need[0] else None)
             ctx.shapes = (_shape(a), _shape(b))
         return np.multiply(x, y)
 
@@ -98,7 +100,7 @@ class Div(_Binary):
             f = _dt.get_default_dtype().np
             x, y = np.asarray(x, f), np.asarray(y, f)
         if ctx.needs_input_grad:
-            ctx.save_for_backward(a, b)
+            ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
             ctx.shapes = (_shape(a), _shape(b))
         return np.true_divide(x, y)
 
