@@ -163,7 +163,7 @@ _new = object.__new__
 class Function:
     """Base class of every differentiable op; see the module docstring."""
     _builtin = False
-    is_view = False      # output 0 may share the memory of input 0 (reshape, transpose, ...)
+    is_view = False      # outputs may share the memory of input 0 (reshape, transpose, split)
     save_output = False  # built-ins: also save output 0 (appended after save_for_backward's)
 
     def __init__(self, *args, **kwargs):
@@ -211,10 +211,8 @@ class Function:
             result._nr = 0
             result._vc = [0, None]
             result._rg = False
-            if cls.is_view and out.base is not None:   # a view shares its base's version
-                base = args[0]
-                result._vc = base._vc
-                result._base = base._base if base._base is not None else base
+            if cls.is_view and out.base is not None:
+                _share_version(result, args[0])
             if record:
                 ctx._next = tuple([((a._fn, a._nr) if a._fn is not None else (a, None))
                                    if n else None for a, n in zip(args, needs)])
@@ -236,6 +234,10 @@ class Function:
         else:
             result = _as_output(out, args)
             outputs = (result,)
+        if cls.is_view:
+            for o in outputs:
+                if o is not None and o._data.base is not None:
+                    _share_version(o, args[0])
         if record:
             ctx._next = tuple([((a._fn, a._nr) if a._fn is not None else (a, None))
                                if n else None for a, n in zip(args, needs)])
@@ -244,6 +246,15 @@ class Function:
             if _Recording.anomaly or _Recording.tape is not None:
                 _observe(ctx, args, outputs)
         return result
+
+
+def _share_version(view, base):
+    """A view shares its base's version counter (an in-place change to one is a change to
+    both) and remembers the base. numpy may also hand back a fresh copy that merely has a
+    `.base`, so the memory is checked."""
+    if np.may_share_memory(view._data, base._data):
+        view._vc = base._vc
+        view._base = base._base if base._base is not None else base
 
 
 def _as_output(o, args):

@@ -2,7 +2,8 @@
 re-exports the functional forms (``minitorch_edge.exp``, ``minitorch_edge.cat``, ...)."""
 import importlib
 
-_MODULES = ["elementwise", "unary", "activation", "reduce", "shape", "index", "linalg"]
+_MODULES = ["elementwise", "unary", "activation", "reduce", "shape", "join", "rearrange",
+            "index", "sorting", "linalg", "einsum", "minmax", "cumulative", "softmax"]
 __all__ = []
 for _name in _MODULES:
     _mod = importlib.import_module(f".{_name}", __name__)
