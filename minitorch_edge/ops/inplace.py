@@ -195,12 +195,27 @@ Tensor.random_ = _random_fill("random", lambda rng, shape, low=0, high=None:
 
 # ---- index assignment --------------------------------------------------------------------------
 def _setitem(self, index, value):
-    """``x[index] = value``: in place, recorded through index_put when autograd needs it."""
-    from .index import index_put
+    """``x[index] = value``: a plain numpy assignment when autograd does not record; otherwise
+    the differentiable ``index_put`` written back through `apply_inplace`."""
+    from .index import index_put, normalize_index
     if not isinstance(value, Tensor):
         value = Tensor._make(np.asarray(value, dtype=self._data.dtype))
-    apply_inplace(self, "index_put", lambda src, v: index_put(src, index, v.to(src.dtype)),
-                  (value,), cast=True)
+    if _recording(self, (value,)):
+        apply_inplace(self, "index_put", lambda src, v: index_put(src, index, v.to(src.dtype)),
+                      (value,), cast=True)
+        return
+    idx = normalize_index(self._data.shape, index)          # validates before any write
+    if not self._data.flags.writeable:
+        raise RuntimeError("index_put_: unsupported operation: the written-to tensor is an "
+                           "expanded (read-only) view; clone() it first")
+    try:
+        np.broadcast_shapes(value._data.shape, idx.shape)
+    except ValueError:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(value.shape)} cannot be "
+                           f"broadcast to indexing result of shape {list(idx.shape)}") from None
+    idx.put(self._data, value._data)
+    self._vc[0] += 1
+    self._vc[1] = "index_put"
 
 
 Tensor.__setitem__ = _setitem
