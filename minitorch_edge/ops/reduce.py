@@ -87,9 +87,13 @@ class Sum(Function):
             x = x.astype(np.int64)
         if ctx.needs_input_grad:
             ctx.info = (x.shape, dims, keepdim)
-        with np.errstate(invalid="ignore", over="ignore"):     # inf - inf is NaN, silently
-            out = np.sum(_acc(x), axis=dims, keepdims=keepdim)
-        return np.asarray(out).astype(x.dtype, copy=False)
+        if x.dtype == np.float16:
+            out = np.add.reduce(x.astype(np.float32), axis=dims, keepdims=keepdim)
+            return np.asarray(out).astype(np.float16)
+        # (inf + -inf gives nan with numpy's RuntimeWarning; an errstate here would cost
+        # more than the whole sum of a small tensor)
+        out = np.add.reduce(x, axis=dims, keepdims=keepdim)
+        return out if out.__class__ is np.ndarray else np.asarray(out)
 
     @staticmethod
     def backward(ctx, grad):
