@@ -145,8 +145,9 @@ _OUT_OF_PLACE = {
 _BY_NAME = ["neg", "abs", "exp", "log", "sqrt", "sigmoid", "tanh", "relu", "clamp", "clip",
             "floor", "ceil", "round", "trunc", "sin", "cos", "reciprocal", "square", "sign",
             "masked_fill", "clamp_min", "clamp_max", "exp2", "log1p", "expm1", "rsqrt",
-            "index_fill", "scatter", "scatter_add", "index_add", "tril", "triu", "tan", "atan", "sinh", "cosh", "asin", "acos", "erf",
-            "frac", "log2", "log10", "nan_to_num", "sgn", "xlogy"]
+            "index_fill", "scatter", "scatter_add", "index_add", "tril", "triu", "tan", "atan",
+            "sinh", "cosh", "asin", "acos", "erf", "frac", "log2", "log10", "nan_to_num", "sgn",
+            "xlogy"]
 
 for _name, _fn in _OUT_OF_PLACE.items():
     setattr(Tensor, _name + "_", _inplace_method(_name, _fn))
