@@ -376,7 +376,8 @@ class Tensor:
         from ._format import format_tensor
         return format_tensor(self)
 
-    __str__ = __repr__
+    def __str__(self):
+        return self.__repr__()
 
 
 def _rebuild(array, requires_grad):
