@@ -12,3 +12,269 @@ NAME = "numpy"
 def matmul(a, b):
     """np.matmul semantics: 1-D, 2-D and batched (broadcast) matrix products."""
     return np.matmul(a, b)
+
+
+# ==== convolution ===============================================================================
+# Conventions shared by the conv kernels (the native twins use the same ones):
+#   x        (N, C, H, W) input;  w (O, C // groups, kh, kw) weight;  bias (O,) or None
+#   stride   (sh, sw);  dilation (dh, dw)
+#   padding  (top, bottom, left, right): zeros added around x (asymmetric allowed, >= 0)
+#   groups   C and O split into `groups` equal blocks; block g of the output sees only block g
+#            of the input (groups == C is a depthwise convolution)
+# The output has  Ho = (H + top + bottom - dh*(kh-1) - 1) // sh + 1  rows (Wo alike).
+from numpy.lib.stride_tricks import as_strided
+
+
+def conv_output_size(size, kernel, stride, pad_before, pad_after, dilation):
+    """Rows (or columns) a convolution produces along one dim."""
+    return (size + pad_before + pad_after - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def _pad_zeros(x, top, bottom, left, right):
+    """x (N, C, H, W) surrounded by zeros (x itself when nothing is added)."""
+    if not (top or bottom or left or right):
+        return x
+    n, c, h, w = x.shape
+    out = np.zeros((n, c, h + top + bottom, w + left + right), x.dtype)
+    out[:, :, top:top + h, left:left + w] = x
+    return out
+
+
+def _windows(xp, kh, kw, ho, wo, stride, dilation):
+    """A read-only view V of xp (N, C, Hp, Wp) with shape (N, C, kh, kw, ho, wo):
+    V[n, c, i, j, r, s] = xp[n, c, r*sh + i*dh, s*sw + j*dw] (the im2col matrix, uncopied)."""
+    (sh, sw), (dh, dw) = stride, dilation
+    n, c = xp.shape[:2]
+    s_n, s_c, s_h, s_w = xp.strides
+    return as_strided(xp, (n, c, kh, kw, ho, wo),
+                      (s_n, s_c, s_h * dh, s_w * dw, s_h * sh, s_w * sw), writeable=False)
+
+
+def _im2col(x, kh, kw, ho, wo, stride, padding, dilation, groups):
+    """cols (groups, C//groups * kh * kw, N * ho * wo): column (n, r, s) of group g holds the
+    input patch that output pixel (n, r, s) of group g sees, flattened as (c, i, j)."""
+    n, c = x.shape[:2]
+    view = _windows(_pad_zeros(x, *padding), kh, kw, ho, wo, stride, dilation)
+    cols = np.ascontiguousarray(view.transpose(1, 2, 3, 0, 4, 5))   # (C, kh, kw, N, ho, wo)
+    return cols.reshape(groups, (c // groups) * kh * kw, n * ho * wo)
+
+
+def _col2im(cols, x_shape, kh, kw, ho, wo, stride, padding, dilation):
+    """The adjoint of _im2col: every column entry is added back to the input pixel it was read
+    from. cols (C*kh*kw, N*ho*wo) in _im2col's layout -> (N, C, H, W). One strided add per
+    kernel offset (i, j), so no scatter is needed."""
+    n, c, h, w = x_shape
+    (sh, sw), (dh, dw) = stride, dilation
+    top, bottom, left, right = padding
+    hp = max(h + top + bottom, (ho - 1) * sh + dh * (kh - 1) + 1)
+    wp = max(w + left + right, (wo - 1) * sw + dw * (kw - 1) + 1)
+    cols = cols.reshape(c, kh, kw, n, ho, wo)
+    xp = np.zeros((c, n, hp, wp), cols.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            xp[:, :, i * dh:i * dh + (ho - 1) * sh + 1:sh,
+               j * dw:j * dw + (wo - 1) * sw + 1:sw] += cols[:, i, j]
+    return np.ascontiguousarray(xp[:, :, top:top + h, left:left + w].transpose(1, 0, 2, 3))
+
+
+def _grad_rows(grad_y, groups):
+    """grad_y (N, O, ho, wo) -> (groups, O // groups, N * ho * wo), the GEMM layout."""
+    n, o, ho, wo = grad_y.shape
+    return np.ascontiguousarray(grad_y.transpose(1, 0, 2, 3)).reshape(groups, o // groups,
+                                                                      n * ho * wo)
+
+
+def conv2d(x, w, bias, stride, padding, dilation, groups):
+    """2-D cross-correlation (what deep learning calls convolution):
+
+        y[n, o, r, s] = bias[o] + sum_{c in group(o), i, j}
+                        w[o, c, i, j] * xpad[n, c, r*sh + i*dh, s*sw + j*dw]
+
+    computed as im2col + one GEMM per group: (O/g, K) @ (K, N*Ho*Wo) with K = C/g*kh*kw.
+    Returns (N, O, Ho, Wo), C-contiguous, in x's dtype."""
+    n, _, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    ho = conv_output_size(h, kh, stride[0], padding[0], padding[1], dilation[0])
+    wo = conv_output_size(wd, kw, stride[1], padding[2], padding[3], dilation[1])
+    cols = _im2col(x, kh, kw, ho, wo, stride, padding, dilation, groups)
+    y = np.matmul(w.reshape(groups, o // groups, -1), cols)          # (g, O/g, N*ho*wo)
+    y = y.reshape(o, n, ho, wo).transpose(1, 0, 2, 3)
+    if bias is not None:
+        y = y + bias.reshape(1, o, 1, 1)
+    return np.ascontiguousarray(y)
+
+
+def conv2d_backward_input(grad_y, w, x_shape, stride, padding, dilation, groups):
+    """dL/dx of conv2d for dL/dy = grad_y (also the forward of a transposed convolution):
+    cols = W^T @ grad_y per group, then col2im. Only the Ho x Wo outputs in grad_y are used, so
+    x_shape may hold rows no window reaches (their gradient is 0)."""
+    o, cg, kh, kw = w.shape
+    ho, wo = grad_y.shape[2:]
+    wt = w.reshape(groups, o // groups, cg * kh * kw).transpose(0, 2, 1)
+    cols = np.matmul(wt, _grad_rows(grad_y, groups))                 # (g, K, N*ho*wo)
+    return _col2im(cols, x_shape, kh, kw, ho, wo, stride, padding, dilation)
+
+
+def conv2d_backward_weight(grad_y, x, w_shape, stride, padding, dilation, groups):
+    """dL/dw of conv2d for dL/dy = grad_y: grad_y @ cols^T per group (one GEMM over the
+    N*Ho*Wo output pixels). Returns w_shape."""
+    _, _, kh, kw = w_shape
+    ho, wo = grad_y.shape[2:]
+    cols = _im2col(x, kh, kw, ho, wo, stride, padding, dilation, groups)
+    gw = np.matmul(_grad_rows(grad_y, groups), cols.transpose(0, 2, 1))  # (g, O/g, K)
+    return gw.reshape(w_shape)
+
+
+# ==== pooling ===================================================================================
+# Pooling kernels take symmetric padding (ph, pw) as PyTorch does; ceil_mode lets the last
+# window hang over the bottom/right edge (it must still start inside the input or the top/left
+# padding). Max-pool indices are flat positions h * W + w inside each (H, W) plane (int64), as
+# PyTorch returns them.
+
+def pool_output_size(size, kernel, stride, pad, dilation, ceil_mode):
+    """Rows (or columns) a pooling window produces along one dim (PyTorch's rule)."""
+    span = size + 2 * pad - dilation * (kernel - 1) - 1
+    out = (span + (stride - 1 if ceil_mode else 0)) // stride + 1
+    if ceil_mode and (out - 1) * stride >= size + pad:
+        out -= 1
+    return out
+
+
+def _pool_pad(x, ph, pw, hp, wp, fill):
+    """x (N, C, H, W) placed at (ph, pw) in an (hp, wp) plane of `fill` (x when no padding)."""
+    n, c, h, w = x.shape
+    hp, wp = max(hp, h + ph), max(wp, w + pw)
+    if (hp, wp) == (h, w):
+        return x
+    out = np.full((n, c, hp, wp), fill, x.dtype)
+    out[:, :, ph:ph + h, pw:pw + w] = x
+    return out
+
+
+def _lowest(dtype):
+    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+
+
+def max_pool2d(x, kernel, stride, padding, dilation, ceil_mode):
+    """y[n, c, r, s] = max_{i, j} x[n, c, r*sh + i*dh - ph, s*sw + j*dw - pw] (padding never
+    wins) and the flat index h*W + w of the winner: the first one on ties; in a window with NaNs
+    the output is NaN and the index that of the last NaN (as PyTorch). Returns (y, indices);
+    indices is int64."""
+    n, c, h, w = x.shape
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
+    ho = pool_output_size(h, kh, sh, ph, dh, ceil_mode)
+    wo = pool_output_size(w, kw, sw, pw, dw, ceil_mode)
+    xp = _pool_pad(x, ph, pw, (ho - 1) * sh + dh * (kh - 1) + 1,
+                   (wo - 1) * sw + dw * (kw - 1) + 1, _lowest(x.dtype))
+    view = _windows(xp, kh, kw, ho, wo, (sh, sw), (dh, dw))
+    # one contiguous copy with the window offset k = i*kw + j first: every later pass is a
+    # fast contiguous one
+    win = np.ascontiguousarray(view.transpose(2, 3, 0, 1, 4, 5)).reshape(kh * kw, n, c, ho, wo)
+    best = win.max(axis=0)                           # NaN propagates
+    arg = np.zeros(best.shape, np.int32)             # winning offset k
+    for k in range(kh * kw - 1, 0, -1):              # downwards: the first maximum wins
+        arg = np.where(win[k] == best, np.int32(k), arg)
+    if x.dtype.kind == "f":
+        nan = np.isnan(best)
+        if nan.any():
+            for k in range(kh * kw):                 # upwards: the last NaN wins
+                arg = np.where(nan & np.isnan(win[k]), np.int32(k), arg)
+    # index = (r*sh - ph + i*dh) * W + (s*sw - pw + j*dw): a per-pixel base + a per-k offset
+    base = (np.arange(ho) * sh - ph)[:, None] * w + (np.arange(wo) * sw - pw)
+    offset = (np.arange(kh * kw) // kw) * dh * w + (np.arange(kh * kw) % kw) * dw
+    return best, base + offset[arg]
+
+
+def max_pool2d_backward(grad_y, indices, x_shape):
+    """dL/dx of max pooling: each grad_y element is added to the input element its window took
+    (indices as max_pool2d returns them; overlapping windows accumulate)."""
+    n, c, h, w = x_shape
+    planes = n * c
+    flat = indices.reshape(planes, -1) + (np.arange(planes, dtype=np.int64) * (h * w))[:, None]
+    gx = np.bincount(flat.ravel(), weights=grad_y.ravel(), minlength=planes * h * w)
+    return gx.astype(grad_y.dtype, copy=False).reshape(x_shape)
+
+
+def adaptive_max_pool2d(x, out_h, out_w):
+    """Adaptive max pooling: output cell (r, s) takes the max over rows
+    floor(r*H/Ho) .. ceil((r+1)*H/Ho) - 1 and the matching columns. Returns (y, int64 indices)
+    in max_pool2d's convention."""
+    n, c, h, w = x.shape
+    r0, r1 = _adaptive_bounds(h, out_h)
+    c0, c1 = _adaptive_bounds(w, out_w)
+    kh, kw = int((r1 - r0).max(initial=1)), int((c1 - c0).max(initial=1))
+    rows = r0[:, None] + np.arange(kh)                 # (Ho, kh); past r1 masked below
+    cols = c0[:, None] + np.arange(kw)
+    ok = (rows < r1[:, None])[:, None, :, None] & (cols < c1[:, None])[None, :, None, :]
+    rows, cols = np.minimum(rows, h - 1), np.minimum(cols, w - 1)
+    win = x[:, :, rows[:, None, :, None], cols[None, :, None, :]]     # (N, C, Ho, Wo, kh, kw)
+    win = np.where(ok, win, _lowest(x.dtype)).reshape(n, c, out_h, out_w, kh * kw)
+    if x.dtype.kind == "f":   # NaN wins, as in max_pool2d
+        nan = np.isnan(win)                # (the last NaN, like PyTorch's scan)
+        last_nan = kh * kw - 1 - nan[..., ::-1].argmax(-1)
+        arg = np.where(nan.any(-1), last_nan, win.argmax(-1))
+    else:
+        arg = win.argmax(-1)
+    y = np.take_along_axis(win, arg[..., None], -1)[..., 0]
+    idx = (r0[:, None] + arg // kw) * w + c0[None, :] + arg % kw
+    return np.ascontiguousarray(y), idx.astype(np.int64)
+
+
+def _adaptive_bounds(size, out):
+    """Start and end (exclusive) of each of the `out` adaptive windows over `size` elements."""
+    i = np.arange(out)
+    return (i * size) // out, -((-(i + 1) * size) // out)
+
+
+def _avg_divisor(size, kernel, stride, pad, out, count_include_pad):
+    """Per output position along one dim: how many positions the window counts."""
+    start = np.arange(out) * stride - pad
+    end = np.minimum(start + kernel, size + pad)
+    if count_include_pad:
+        return end - start
+    return np.minimum(end, size) - np.maximum(start, 0)
+
+
+def _avg_scale(x_shape, kernel, stride, padding, ho, wo, count_include_pad, divisor_override,
+               dtype):
+    """The (ho, wo) array of divisors of average pooling."""
+    if divisor_override:
+        return np.asarray(divisor_override, dtype)
+    dh = _avg_divisor(x_shape[2], kernel[0], stride[0], padding[0], ho, count_include_pad)
+    dw = _avg_divisor(x_shape[3], kernel[1], stride[1], padding[1], wo, count_include_pad)
+    return np.maximum(dh[:, None] * dw[None, :], 1).astype(dtype)
+
+
+def avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    """y[n, c, r, s] = (sum of the kh x kw window of zero-padded x) / divisor, where divisor is
+    divisor_override if given, else the window's size clipped to the padded input
+    (count_include_pad) or the number of real input elements it covers."""
+    n, c, h, w = x.shape
+    (kh, kw), (sh, sw), (ph, pw) = kernel, stride, padding
+    ho = pool_output_size(h, kh, sh, ph, 1, ceil_mode)
+    wo = pool_output_size(w, kw, sw, pw, 1, ceil_mode)
+    xp = _pool_pad(x, ph, pw, (ho - 1) * sh + kh, (wo - 1) * sw + kw, 0)
+    total = np.zeros((n, c, ho, wo), x.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            total += xp[:, :, i:i + (ho - 1) * sh + 1:sh, j:j + (wo - 1) * sw + 1:sw]
+    total /= _avg_scale(x.shape, kernel, stride, padding, ho, wo, count_include_pad,
+                        divisor_override, x.dtype)
+    return total
+
+
+def avg_pool2d_backward(grad_y, x_shape, kernel, stride, padding, count_include_pad,
+                        divisor_override):
+    """dL/dx of avg_pool2d: grad_y / divisor spread evenly over each window (the output size
+    is grad_y's, so ceil_mode is not needed)."""
+    n, c, h, w = x_shape
+    (kh, kw), (sh, sw), (ph, pw) = kernel, stride, padding
+    ho, wo = grad_y.shape[2:]
+    g = grad_y / _avg_scale(x_shape, kernel, stride, padding, ho, wo, count_include_pad,
+                            divisor_override, grad_y.dtype)
+    gp = np.zeros((n, c, max(h + 2 * ph, (ho - 1) * sh + kh), max(w + 2 * pw, (wo - 1) * sw + kw)),
+                  grad_y.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            gp[:, :, i:i + (ho - 1) * sh + 1:sh, j:j + (wo - 1) * sw + 1:sw] += g
+    return np.ascontiguousarray(gp[:, :, ph:ph + h, pw:pw + w])

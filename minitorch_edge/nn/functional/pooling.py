@@ -1,2 +1,306 @@
-"""(being written)"""
-__all__ = []
+"""Pooling: max and average over sliding windows (max_pool*, avg_pool*) and over a fixed
+number of output cells (adaptive_*), 1-D and 2-D.
+
+Sliding windows (kernel k, stride s, padding p, dilation d) give
+(L + 2p - d(k-1) - 1) // s + 1 outputs per dim (rounded up with ceil_mode, as long as the last
+window starts inside the input or the left padding). Adaptive pooling gives output cell i the
+input range floor(i*L/out) .. ceil((i+1)*L/out) - 1.
+
+Gradients (each a Function, so double backward works):
+* max pooling: the gradient goes to the element each window picked — a scatter-add by the
+  saved indices (MaxPoolScatter); its own backward gathers at those indices.
+* average pooling: the gradient is spread evenly over the window (AvgPool2dBackward), which is
+  the adjoint of the pooling; so the backward of that is the pooling again.
+* adaptive average pooling is a product with two constant averaging matrices (A_h x A_w^T) and
+  differentiates through matmul.
+1-D pooling runs the 2-D kernels on a height-1 image.
+"""
+import operator
+
+import numpy as np
+
+from ... import backend
+from ...autograd.function import Function
+from ...backend.numpy_backend import pool_output_size
+from ...tensor import Tensor
+from ...ops._util import shape_str
+
+__all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
+           "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d"]
+
+
+# ---- the Functions ------------------------------------------------------------------------------
+class MaxPool2dFn(Function):
+    """(y, indices) = max over each window (backend.max_pool2d(x, *params)) or over each
+    adaptive cell (backend.adaptive_max_pool2d(x, *params)). dx = MaxPoolScatter(dy)."""
+    _builtin = True
+
+    @staticmethod
+    def forward(ctx, x, kernel, params):
+        y, idx = getattr(backend, kernel)(x._data, *params)
+        if ctx.needs_input_grad:
+            ctx.info = (idx, x._data.shape)
+        return y, idx
+
+    @staticmethod
+    def backward(ctx, grad, _grad_indices=None):
+        idx, x_shape = ctx.info
+        return MaxPoolScatter.apply(grad, idx, x_shape), None, None
+
+
+class MaxPoolScatter(Function):
+    """gx = zeros(x_shape) with gy[k] added at the flat plane position indices[k]. Linear in gy;
+    its adjoint gathers: d/dgy = ggx at the same indices."""
+    _builtin = True
+
+    @staticmethod
+    def forward(ctx, gy, idx, x_shape):
+        if ctx.needs_input_grad:
+            ctx.info = (idx, x_shape)
+        return backend.max_pool2d_backward(gy._data, idx, x_shape)
+
+    @staticmethod
+    def backward(ctx, ggx):
+        idx, (n, c, h, w) = ctx.info
+        index = Tensor._make(idx.reshape(n * c, -1))
+        return ggx.reshape((n * c, h * w)).gather(1, index).reshape(idx.shape), None, None
+
+
+class AvgPool2dFn(Function):
+    """y = window sums / divisor (backend.avg_pool2d). dx = AvgPool2dBackward(dy): dy / divisor
+    spread over each window."""
+    _builtin = True
+
+    @staticmethod
+    def forward(ctx, x, params):
+        if ctx.needs_input_grad:
+            ctx.info = (x._data.shape, params)
+        return backend.avg_pool2d(x._data, *params)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x_shape, params = ctx.info
+        return AvgPool2dBackward.apply(grad, x_shape, params), None
+
+
+class AvgPool2dBackward(Function):
+    """gx = the adjoint of average pooling applied to gy. Linear; its adjoint is the pooling:
+    d/dgy = AvgPool2dFn(ggx)."""
+    _builtin = True
+
+    @staticmethod
+    def forward(ctx, gy, x_shape, params):
+        if ctx.needs_input_grad:
+            ctx.params = params
+        kernel, stride, padding, _ceil, include_pad, divisor = params
+        return backend.avg_pool2d_backward(gy._data, x_shape, kernel, stride, padding,
+                                           include_pad, divisor)
+
+    @staticmethod
+    def backward(ctx, ggx):
+        return AvgPool2dFn.apply(ggx, ctx.params), None, None
+
+
+# ---- argument checking --------------------------------------------------------------------------
+def _ints(value, n, what, op):
+    """An int or a sequence of 1 or n ints -> a tuple of n ints."""
+    try:
+        vals = [operator.index(value)] if not isinstance(value, (tuple, list)) else \
+            [operator.index(v) for v in value]
+    except TypeError:
+        raise TypeError(f"{op}: {what} must be an int or a tuple of {n} ints, got "
+                        f"{value!r}") from None
+    if len(vals) == 1:
+        vals = vals * n
+    if len(vals) != n:
+        raise RuntimeError(f"{op}: expected {what} to be a single int or a tuple of {n} ints, "
+                           f"got {tuple(vals)}")
+    return tuple(vals)
+
+
+def _check_rank(input, nd, op):
+    """(batched?) for an input of nd+1 (unbatched) or nd+2 dims; RuntimeError otherwise."""
+    shape = tuple(input._data.shape)
+    if len(shape) not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{op}: expected a {nd + 1}-D (unbatched) or {nd + 2}-D (batched) "
+                           f"input, got input of shape {shape}")
+    if any(s == 0 for s in shape[-nd:]):
+        raise RuntimeError(f"{op}: expected non-empty spatial dims, got input of shape {shape}")
+    return len(shape) == nd + 2
+
+
+def _window_args(input, kernel_size, stride, padding, dilation, ceil_mode, nd, op):
+    """Check sliding-window arguments; return (kernel, stride, padding, dilation) as tuples."""
+    kernel = _ints(kernel_size, nd, "kernel_size", op)
+    stride = kernel if stride is None or (isinstance(stride, (tuple, list)) and not stride) \
+        else _ints(stride, nd, "stride", op)
+    padding = _ints(padding, nd, "padding", op)
+    dilation = _ints(dilation, nd, "dilation", op)
+    for what, vals in (("kernel_size", kernel), ("stride", stride), ("dilation", dilation)):
+        if any(v < 1 for v in vals):
+            raise RuntimeError(f"{op}: {what} must be positive, got {what}={vals}")
+    if any(p < 0 or p > k // 2 for p, k in zip(padding, kernel)):
+        raise RuntimeError(f"{op}: padding must be at most half of kernel_size, got "
+                           f"padding={padding}, kernel_size={kernel}")
+    sizes = input._data.shape[-nd:]
+    out = tuple(pool_output_size(n, k, s, p, d, bool(ceil_mode))
+                for n, k, s, p, d in zip(sizes, kernel, stride, padding, dilation))
+    if any(o < 1 for o in out):
+        raise RuntimeError(f"{op}: input of shape {tuple(input._data.shape)} is too small for "
+                           f"kernel_size={kernel}, stride={stride}, padding={padding}, "
+                           f"dilation={dilation}: the output would be {shape_str(out)}")
+    return kernel, stride, padding, dilation
+
+
+def _as_4d(input, batched, nd):
+    """The (N, C, H, W) view the 2-D kernels take (unbatched and 1-D inputs gain dims)."""
+    x = input if batched else input.unsqueeze(0)
+    return x.unsqueeze(-2) if nd == 1 else x
+
+
+def _from_4d(y, batched, nd):
+    if nd == 1:
+        y = y.squeeze(-2)
+    return y if batched else y.squeeze(0)
+
+
+def _lift(vals, nd, fill):
+    return vals if nd == 2 else (fill,) + vals
+
+
+# ---- max pooling -------------------------------------------------------------------------------
+def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, nd, op):
+    batched = _check_rank(input, nd, op)
+    k, s, p, d = _window_args(input, kernel_size, stride, padding, dilation, ceil_mode, nd, op)
+    params = (_lift(k, nd, 1), _lift(s, nd, 1), _lift(p, nd, 0), _lift(d, nd, 1),
+              bool(ceil_mode))
+    y, idx = MaxPool2dFn.apply(_as_4d(input, batched, nd), "max_pool2d", params)
+    y, idx = _from_4d(y, batched, nd), _from_4d(idx, batched, nd)
+    return (y, idx) if return_indices else y
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """y[n, c, r, s] = max_{i, j} x[n, c, r*sh + i*dh - ph, s*sw + j*dw - pw] over input
+    (N, C, H, W) or (C, H, W); padding (at most half the kernel) never wins. stride defaults to
+    kernel_size. return_indices also gives the flat position h*W + w of each maximum (int64,
+    what max_unpool2d takes). Gradient: dy goes to the chosen element (overlaps add up)."""
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
+                     2, "max_pool2d")
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """1-D max pooling of (N, C, L) or (C, L); as max_pool2d (indices are positions along L)."""
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
+                     1, "max_pool1d")
+
+
+# ---- average pooling ---------------------------------------------------------------------------
+def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+              divisor_override, nd, op):
+    batched = _check_rank(input, nd, op)
+    if input._data.dtype.kind != "f":
+        raise RuntimeError(f"{op}: expected a floating-point input, got {input.dtype}")
+    k, s, p, _ = _window_args(input, kernel_size, stride, padding, 1, ceil_mode, nd, op)
+    if divisor_override is not None:
+        divisor_override = operator.index(divisor_override)
+        if divisor_override == 0:
+            raise RuntimeError(f"{op}: divisor_override must not be zero")
+    params = (_lift(k, nd, 1), _lift(s, nd, 1), _lift(p, nd, 0), bool(ceil_mode),
+              bool(count_include_pad), divisor_override)
+    return _from_4d(AvgPool2dFn.apply(_as_4d(input, batched, nd), params), batched, nd)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """y = (sum of each kh x kw window of the zero-padded input) / divisor, where divisor is
+    divisor_override if given, else the window size clipped to the padded input
+    (count_include_pad=True) or the number of real input elements it covers. Gradient: dy /
+    divisor spread over each window."""
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override, 2, "avg_pool2d")
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    """1-D average pooling of (N, C, L) or (C, L); as avg_pool2d."""
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, None,
+                     1, "avg_pool1d")
+
+
+# ---- adaptive pooling -------------------------------------------------------------------------
+def _out_sizes(output_size, sizes, nd, op):
+    """output_size (int, tuple; None entries keep the input size) -> tuple of nd ints."""
+    vals = output_size if isinstance(output_size, (tuple, list)) else (output_size,) * nd
+    if len(vals) != nd:
+        raise RuntimeError(f"{op}: output_size must be an int or a tuple of {nd} ints, got "
+                           f"{output_size!r}")
+    out = tuple(n if v is None else operator.index(v) for v, n in zip(vals, sizes))
+    if any(o < 1 for o in out):
+        raise RuntimeError(f"{op}: output_size must be positive, got {output_size!r}")
+    return out
+
+
+def _averaging_matrix(size, out, dtype):
+    """A (out, size) matrix whose row i averages input range floor(i*size/out) ..
+    ceil((i+1)*size/out) - 1."""
+    i = np.arange(out)
+    start, end = (i * size) // out, -((-(i + 1) * size) // out)
+    cols = np.arange(size)
+    inside = (cols >= start[:, None]) & (cols < end[:, None])
+    return Tensor._make((inside / (end - start)[:, None]).astype(dtype))
+
+
+def _adaptive_avg(input, output_size, nd, op):
+    batched = _check_rank(input, nd, op)
+    if input._data.dtype.kind != "f":
+        raise RuntimeError(f"{op}: expected a floating-point input, got {input.dtype}")
+    sizes = tuple(input._data.shape[-nd:])
+    out = _out_sizes(output_size, sizes, nd, op)
+    x = _as_4d(input, batched, nd)
+    h, w = x._data.shape[2:]
+    oh, ow = _lift(out, nd, 1)
+    if h % oh == 0 and w % ow == 0:     # equal cells: a reshape and a mean
+        n, c = x._data.shape[:2]
+        y = x.reshape((n, c, oh, h // oh, ow, w // ow)).mean((3, 5))
+    else:                               # y = A_h @ x @ A_w^T
+        dt = x._data.dtype
+        y = x
+        if w != ow:
+            y = y.matmul(_averaging_matrix(w, ow, dt).transpose(0, 1))
+        if h != oh:
+            y = _averaging_matrix(h, oh, dt).matmul(y)
+    return _from_4d(y, batched, nd)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Average of each of output_size = (oh, ow) cells of the input (N, C, H, W) or (C, H, W):
+    cell (r, s) covers rows floor(r*H/oh) .. ceil((r+1)*H/oh) - 1 and the matching columns
+    (cells overlap when H is not a multiple of oh). A None size keeps the input's."""
+    return _adaptive_avg(input, output_size, 2, "adaptive_avg_pool2d")
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """Adaptive average pooling of (N, C, L) or (C, L) to output_size positions."""
+    return _adaptive_avg(input, output_size, 1, "adaptive_avg_pool1d")
+
+
+def _adaptive_max(input, output_size, return_indices, nd, op):
+    batched = _check_rank(input, nd, op)
+    out = _out_sizes(output_size, tuple(input._data.shape[-nd:]), nd, op)
+    y, idx = MaxPool2dFn.apply(_as_4d(input, batched, nd), "adaptive_max_pool2d",
+                               _lift(out, nd, 1))
+    y, idx = _from_4d(y, batched, nd), _from_4d(idx, batched, nd)
+    return (y, idx) if return_indices else y
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """Maximum of each adaptive cell (see adaptive_avg_pool2d); return_indices also gives the
+    flat position h*W + w of each maximum. Gradient: dy goes to the chosen element."""
+    return _adaptive_max(input, output_size, return_indices, 2, "adaptive_max_pool2d")
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """Adaptive max pooling of (N, C, L) or (C, L) to output_size positions."""
+    return _adaptive_max(input, output_size, return_indices, 1, "adaptive_max_pool1d")
