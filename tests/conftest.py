@@ -19,17 +19,23 @@ settings.register_profile("thorough", max_examples=400, deadline=None,
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 REQUIRE_TORCH = os.environ.get("MTE_REQUIRE_TORCH") == "1"
+_TORCH_MISSING = ("torch not installed", "could not import 'torch'", "no module named 'torch'")
+
+
+def _torch_missing(report):
+    text = str(report.longrepr).lower()
+    return any(marker in text for marker in _TORCH_MISSING)
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
-    if REQUIRE_TORCH and report.skipped and "torch" in str(report.longrepr).lower():
+    if REQUIRE_TORCH and report.skipped and _torch_missing(report):
         report.outcome = "failed"
         report.longrepr = f"MTE_REQUIRE_TORCH=1 but the test was skipped: {report.longrepr}"
 
 
 def pytest_collectreport(report):
-    if REQUIRE_TORCH and report.skipped and "torch" in str(report.longrepr).lower():
+    if REQUIRE_TORCH and report.skipped and _torch_missing(report):
         report.outcome = "failed"

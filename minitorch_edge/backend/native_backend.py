@@ -1,0 +1,98 @@
+"""The native backend: the backend contract's functions, computed by libmte through ``_C``.
+
+Importing this module raises ImportError when the extension ``minitorch_edge._C`` was not
+built (no compiler at install time); backend/__init__.py then keeps the numpy backend.
+
+Division of labour (DESIGN.md, "Backend contract"): this file owns everything about shapes,
+strides, views and broadcasting; ``_C`` gets C-contiguous float32 buffers and plain sizes.
+So ``matmul`` here turns any np.matmul call into at most one batched native call:
+
+    1-D operands        promoted to matrices, as np.matmul does, and squeezed back after
+    batch dimensions    broadcast with np.broadcast_shapes, flattened to one batch axis
+                        (or folded into the rows of a when b has no batch of its own)
+    layout              copied to C order only when an operand is not already C-contiguous
+    everything else     (other dtypes, 0-d operands, errors) goes to np.matmul itself, so
+                        results, dtypes and error messages are numpy's
+
+``AVAILABLE_KERNELS`` names the backend-contract functions this module accelerates.
+"""
+import numpy as np
+
+from .. import _C  # ImportError when the extension is not built
+
+__all__ = ["AVAILABLE_KERNELS", "matmul", "info", "set_num_threads", "get_num_threads"]
+
+AVAILABLE_KERNELS = frozenset({"matmul"}) if "sgemm" in _C.kernels() else frozenset()
+
+
+def _batched(x, batch_shape, n_batch):
+    """View (or, when broadcasting or layout requires it, copy) x as a C-contiguous
+    (n_batch, rows, cols) array, or as a 2-D (rows, cols) array when it has no batch to
+    contribute (every batch dimension of size 1), which _C broadcasts for free."""
+    if all(d == 1 for d in x.shape[:-2]):
+        return np.ascontiguousarray(x.reshape(x.shape[-2:]))
+    if x.shape[:-2] != batch_shape:
+        x = np.broadcast_to(x, batch_shape + x.shape[-2:])
+    return np.ascontiguousarray(x).reshape((n_batch,) + x.shape[-2:])
+
+
+def matmul(a, b):
+    """np.matmul(a, b), computed by the native SGEMM when both operands are float32.
+
+    Same result shape, dtype and semantics as np.matmul for any input (values agree to
+    float32 rounding); anything the native kernel does not cover falls back to np.matmul.
+    """
+    # exact ndarrays only: subclasses (np.matrix...) and array-likes keep numpy's behaviour
+    if (type(a) is not np.ndarray or type(b) is not np.ndarray
+            or a.dtype != np.float32 or b.dtype != np.float32 or a.ndim == 0 or b.ndim == 0):
+        return np.matmul(a, b)
+    a_arr, b_arr = a, b
+
+    # np.matmul's 1-D rules: a (K,) is a row (1, K); b (K,) is a column (K, 1); the
+    # added dimension is removed from the result.
+    a2 = a_arr[np.newaxis, :] if a_arr.ndim == 1 else a_arr
+    b2 = b_arr[:, np.newaxis] if b_arr.ndim == 1 else b_arr
+    if a2.shape[-1] != b2.shape[-2]:
+        return np.matmul(a, b)  # raises numpy's own error
+    try:
+        batch_shape = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    except ValueError:
+        return np.matmul(a, b)  # raises numpy's own error
+
+    n_batch = int(np.prod(batch_shape, dtype=np.int64))
+    m, k, n = a2.shape[-2], a2.shape[-1], b2.shape[-1]
+    if a2.shape[:-2] == batch_shape and all(d == 1 for d in b2.shape[:-2]):
+        # one shared b (e.g. a Linear layer's weight): fold the batch into the rows of a,
+        # so b is packed once for a single (n_batch*m, k) @ (k, n) product
+        a_rows = np.ascontiguousarray(a2).reshape(n_batch * m, k)
+        out = _C.matmul(a_rows, np.ascontiguousarray(b2.reshape(k, n)))
+    else:
+        out = _C.matmul(_batched(a2, batch_shape, n_batch), _batched(b2, batch_shape, n_batch))
+    out = out.reshape(batch_shape + (m, n))
+    if a_arr.ndim == 1:
+        out = out[..., 0, :]
+    if b_arr.ndim == 1:
+        out = out[..., 0]
+    if out.ndim == 0:  # vector . vector: np.matmul returns a numpy scalar
+        out = out[()]
+    return out
+
+
+def info():
+    """What the native library is and does on this machine."""
+    return {
+        "version": _C.version(),
+        "isa": _C.active_isa(),
+        "cpu_features": list(_C.cpu_features()),
+        "kernels": list(_C.kernels()),
+        "num_threads": _C.get_num_threads(),
+    }
+
+
+def set_num_threads(n):
+    """Threads used by native kernels (OpenMP; 1 when built without it)."""
+    _C.set_num_threads(int(n))
+
+
+def get_num_threads():
+    return _C.get_num_threads()

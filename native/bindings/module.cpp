@@ -1,0 +1,254 @@
+// module.cpp - minitorch_edge._C: the pybind11 bridge from numpy arrays to libmte.
+//
+// The rule of this layer (see DESIGN.md, "Backend contract"): Python owns shapes, strides,
+// views and broadcasting; the kernels get C-contiguous buffers and explicit sizes. So every
+// function here first validates its arrays (dtype -> TypeError; rank, contiguity, sizes,
+// aliasing -> ValueError), then hands raw pointers to the C library with the GIL released.
+// Arrays are used in place (zero-copy); nothing here ever copies or converts silently.
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <new>
+#include <stdexcept>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "mte.h"
+
+namespace py = pybind11;
+
+namespace {
+
+constexpr int kNpyAligned = 0x0100;  // NPY_ARRAY_ALIGNED
+
+std::string shape_str(const py::array &a) {
+  std::ostringstream s;
+  for (py::ssize_t d = 0; d < a.ndim(); ++d) s << (d ? "x" : "") << a.shape(d);
+  if (a.ndim() == 0) s << "scalar";
+  return s.str();
+}
+
+std::string type_name(py::handle obj) { return py::str(py::type::handle_of(obj).attr("__name__")); }
+
+// `obj` must be a float32 ndarray with ndim in [min_ndim, max_ndim], C-contiguous and aligned.
+py::array checked_array(const char *op, const char *name, py::handle obj, int min_ndim,
+                        int max_ndim) {
+  if (!py::isinstance<py::array>(obj))
+    throw py::type_error(std::string(op) + ": " + name +
+                         " must be a numpy.ndarray of float32, got " + type_name(obj));
+  auto arr = py::reinterpret_borrow<py::array>(obj);
+  if (!arr.dtype().equal(py::dtype::of<float>()))
+    throw py::type_error(std::string(op) + ": " + name + " must have dtype float32, got " +
+                         std::string(py::str(arr.dtype())) +
+                         " (convert with .astype(np.float32))");
+  if (arr.ndim() < min_ndim || arr.ndim() > max_ndim) {
+    std::ostringstream s;
+    s << op << ": " << name << " must be ";
+    if (min_ndim == max_ndim)
+      s << min_ndim << "-D";
+    else
+      s << min_ndim << "-D to " << max_ndim << "-D";
+    s << ", got " << arr.ndim() << "-D with shape (" << shape_str(arr) << ")";
+    throw py::value_error(s.str());
+  }
+  if (!(arr.flags() & py::array::c_style))
+    throw py::value_error(std::string(op) + ": " + name +
+                          " must be C-contiguous (use np.ascontiguousarray)");
+  if (!(arr.flags() & kNpyAligned))
+    throw py::value_error(std::string(op) + ": " + name +
+                          " must be aligned to its dtype (copy it with np.array)");
+  return arr;
+}
+
+bool overlaps(const py::array &x, const py::array &y) {
+  if (x.nbytes() == 0 || y.nbytes() == 0) return false;
+  auto xa = reinterpret_cast<std::uintptr_t>(x.data());
+  auto ya = reinterpret_cast<std::uintptr_t>(y.data());
+  return xa < ya + static_cast<std::uintptr_t>(y.nbytes()) &&
+         ya < xa + static_cast<std::uintptr_t>(x.nbytes());
+}
+
+void raise_status(const char *op, int st) {
+  if (st == MTE_OK) return;
+  std::string msg = std::string(op) + ": " + mte_status_string(st);
+  if (st == MTE_ENOMEM) throw std::bad_alloc();  // pybind11 maps it to MemoryError
+  if (st == MTE_EINVAL || st == MTE_EOVERFLOW) throw py::value_error(msg);
+  throw std::runtime_error(msg);
+}
+
+// ------------------------------------------------------------------------------ sgemm
+
+py::array sgemm(py::handle a_obj, py::handle b_obj, bool trans_a, bool trans_b, float alpha,
+                float beta, py::handle out_obj) {
+  py::array a = checked_array("sgemm", "a", a_obj, 2, 2);
+  py::array b = checked_array("sgemm", "b", b_obj, 2, 2);
+  const int64_t M = trans_a ? a.shape(1) : a.shape(0);
+  const int64_t K = trans_a ? a.shape(0) : a.shape(1);
+  const int64_t Kb = trans_b ? b.shape(1) : b.shape(0);
+  const int64_t N = trans_b ? b.shape(0) : b.shape(1);
+  if (K != Kb) {
+    std::ostringstream s;
+    s << "sgemm: shapes cannot be multiplied (" << M << "x" << K << " and " << Kb << "x" << N
+      << ")";
+    if (trans_a || trans_b) s << " after transposing" << (trans_a ? " a" : "")
+                              << (trans_a && trans_b ? " and" : "") << (trans_b ? " b" : "");
+    throw py::value_error(s.str());
+  }
+
+  py::array out;
+  if (out_obj.is_none()) {
+    out = py::array_t<float>({static_cast<py::ssize_t>(M), static_cast<py::ssize_t>(N)});
+    beta = 0.0f;  // a fresh output starts as zeros, so beta * C contributes nothing
+  } else {
+    out = checked_array("sgemm", "out", out_obj, 2, 2);
+    if (out.shape(0) != M || out.shape(1) != N) {
+      std::ostringstream s;
+      s << "sgemm: out has shape (" << shape_str(out) << "), expected (" << M << "x" << N
+        << ")";
+      throw py::value_error(s.str());
+    }
+    if (!out.writeable()) throw py::value_error("sgemm: out is read-only");
+    if (overlaps(out, a) || overlaps(out, b))
+      throw py::value_error("sgemm: out must not share memory with a or b");
+  }
+
+  const float *A = static_cast<const float *>(a.data());
+  const float *B = static_cast<const float *>(b.data());
+  float *C = static_cast<float *>(out.mutable_data());
+  const int64_t lda = std::max<int64_t>(1, a.shape(1));
+  const int64_t ldb = std::max<int64_t>(1, b.shape(1));
+  const int64_t ldc = std::max<int64_t>(1, N);
+  int st;
+  {
+    py::gil_scoped_release nogil;
+    st = mte_sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  }
+  raise_status("sgemm", st);
+  return out;
+}
+
+// ----------------------------------------------------------------------------- matmul
+
+py::array matmul(py::handle a_obj, py::handle b_obj) {
+  py::array a = checked_array("matmul", "a", a_obj, 2, 3);
+  py::array b = checked_array("matmul", "b", b_obj, 2, 3);
+  const bool a3 = a.ndim() == 3, b3 = b.ndim() == 3;
+  const int64_t Ba = a3 ? a.shape(0) : 1, Bb = b3 ? b.shape(0) : 1;
+  const int64_t M = a.shape(a.ndim() - 2), K = a.shape(a.ndim() - 1);
+  const int64_t Kb = b.shape(b.ndim() - 2), N = b.shape(b.ndim() - 1);
+  if (K != Kb)
+    throw py::value_error("matmul: shapes cannot be multiplied (" + shape_str(a) + " and " +
+                          shape_str(b) + ")");
+  // a 2-D operand, or a 3-D one with batch 1, is shared by every batch entry (stride 0)
+  int64_t batch = 1;
+  if (a3 && b3 && Ba != Bb && Ba != 1 && Bb != 1)
+    throw py::value_error("matmul: batch sizes differ (" + shape_str(a) + " and " +
+                          shape_str(b) + "); broadcast the batch dimensions first");
+  if (a3 && Ba != 1)
+    batch = Ba;
+  else if (b3)
+    batch = Bb;
+  const int64_t stride_a = Ba == 1 ? 0 : M * K, stride_b = Bb == 1 ? 0 : K * N;
+
+  py::array out;
+  if (a3 || b3)
+    out = py::array_t<float>({static_cast<py::ssize_t>(batch), static_cast<py::ssize_t>(M),
+                              static_cast<py::ssize_t>(N)});
+  else
+    out = py::array_t<float>({static_cast<py::ssize_t>(M), static_cast<py::ssize_t>(N)});
+
+  const float *A = static_cast<const float *>(a.data());
+  const float *B = static_cast<const float *>(b.data());
+  float *C = static_cast<float *>(out.mutable_data());
+  int st;
+  {
+    py::gil_scoped_release nogil;
+    st = mte_sgemm_batched(0, 0, batch, M, N, K, 1.0f, A, std::max<int64_t>(1, K), stride_a,
+                           B, std::max<int64_t>(1, N), stride_b, 0.0f, C,
+                           std::max<int64_t>(1, N), M * N);
+  }
+  raise_status("matmul", st);
+  return out;
+}
+
+std::vector<std::string> split_words(const char *s) {
+  std::vector<std::string> out;
+  std::istringstream in(s ? s : "");
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() =
+      "minitorch_edge._C - native kernels (libmte) for float32 numpy arrays.\n\n"
+      "Inputs must be C-contiguous float32 ndarrays; they are used in place (no copy).\n"
+      "Wrong dtype raises TypeError; wrong rank, non-contiguous input or mismatched sizes\n"
+      "raise ValueError. The GIL is released while a kernel runs.";
+
+  m.def("sgemm", &sgemm, py::arg("a"), py::arg("b"), py::arg("trans_a") = false,
+        py::arg("trans_b") = false, py::arg("alpha") = 1.0f, py::arg("beta") = 0.0f,
+        py::arg("out") = py::none(),
+        "sgemm(a, b, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, out=None)\n\n"
+        "out = alpha * op(a) @ op(b) + beta * out, where op(x) is x.T if trans_x else x.\n"
+        "a, b: 2-D float32 C-contiguous arrays. out: optional (M, N) float32 C-contiguous,\n"
+        "writeable array not sharing memory with a or b; without it a new array is returned\n"
+        "(beta is then irrelevant: the result starts from zeros). With beta == 0 the old\n"
+        "contents of out are not read (NaN there does not propagate). Returns out.");
+
+  m.def("matmul", &matmul, py::arg("a"), py::arg("b"),
+        "matmul(a, b) -> float32 array\n\n"
+        "np.matmul for float32 C-contiguous arrays whose batch broadcasting the caller has\n"
+        "already resolved: a is (B, M, K) or (M, K), b is (B, K, N) or (K, N); a batch of 1\n"
+        "is broadcast. The result is (B, M, N) if either input is 3-D, else (M, N).");
+
+  m.def("cpu_features", [] { return split_words(mte_cpu_features_string()); },
+        "CPU features detected at run time, e.g. ['sse2', 'avx2', 'fma', 'avx512f', ...].");
+  m.def("active_isa", [] { return std::string(mte_active_isa()); },
+        "The ISA whose microkernels are in use: 'avx512', 'avx2', 'neon' or 'generic'.");
+  m.def("compiled_isas", [] { return split_words(mte_compiled_isas()); },
+        "ISAs compiled into this build, best first.");
+  m.def("available_isas",
+        [] {
+          std::vector<std::string> out;
+          for (auto &name : split_words(mte_compiled_isas()))
+            if (mte_isa_available(name.c_str())) out.push_back(name);
+          return out;
+        },
+        "ISAs compiled in and supported by this CPU, best first.");
+  m.def("set_isa",
+        [](const std::string &name) {
+          int st = mte_set_isa(name.c_str());
+          if (st == MTE_EINVAL)
+            throw py::value_error("set_isa: unknown ISA '" + name +
+                                  "' (expected generic, avx2, avx512, neon or auto)");
+          if (st != MTE_OK)
+            throw py::value_error("set_isa: '" + name +
+                                  "' is not available on this CPU or in this build");
+        },
+        py::arg("name"),
+        "Force the ISA used by kernels ('auto' = best available). The environment\n"
+        "variable MTE_ISA sets the initial choice (a cap: the best ISA not above it).");
+  m.def("version", [] { return std::string(mte_version()); }, "libmte version string.");
+  m.def("kernels", [] { return split_words(mte_kernels()); },
+        "Names of the kernel families built into libmte, e.g. ['sgemm'].");
+  m.def("set_num_threads",
+        [](int n) {
+          if (n < 1 || n > MTE_MAX_THREADS)
+            throw py::value_error("set_num_threads: n must be between 1 and " +
+                                  std::to_string(MTE_MAX_THREADS) + ", got " +
+                                  std::to_string(n));
+          raise_status("set_num_threads", mte_set_num_threads(n));
+        },
+        py::arg("n"), "Threads used by native kernels (1 when built without OpenMP).");
+  m.def("get_num_threads", &mte_get_num_threads, "Threads used by native kernels.");
+  m.def("has_openmp", [] { return mte_has_openmp() != 0; }, "Whether libmte uses OpenMP.");
+  m.def("arena_peak_bytes", [] { return static_cast<uint64_t>(mte_default_arena_peak_bytes()); },
+        "Peak bytes ever in use in the default workspace arena (packed GEMM panels...).");
+}

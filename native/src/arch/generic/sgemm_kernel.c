@@ -1,0 +1,44 @@
+/*
+ * generic/sgemm_kernel.c - the portable SGEMM microkernel (plain C, any CPU).
+ *
+ * This is the reference for every ISA-specific kernel: an MR x NR tile of C is kept in a
+ * local array (which the compiler maps to registers and, at -O3, to whatever vector unit
+ * the baseline ISA has, e.g. SSE2 on x86-64), and each step p of the packed panels adds
+ * the outer product a[p, 0:MR] x b[p, 0:NR]. 4 x 8 keeps the tile within the 16 vector
+ * registers of the smallest targets we care about.
+ */
+#include "../../mte_internal.h"
+
+#define MR 4
+#define NR 8
+
+static void sgemm_ukernel_generic(int64_t kc, const float *MTE_RESTRICT a,
+                                  const float *MTE_RESTRICT b, float *MTE_RESTRICT c,
+                                  int64_t ldc, float alpha, float beta) {
+  float acc[MR][NR] = {{0.0f}};
+  for (int64_t p = 0; p < kc; ++p) {
+    const float *ap = a + p * MR;
+    const float *bp = b + p * NR;
+    for (int i = 0; i < MR; ++i)
+      for (int j = 0; j < NR; ++j) acc[i][j] += ap[i] * bp[j];
+  }
+  for (int i = 0; i < MR; ++i) {
+    float *ci = c + i * ldc;
+    if (beta == 0.0f)
+      for (int j = 0; j < NR; ++j) ci[j] = alpha * acc[i][j];
+    else
+      for (int j = 0; j < NR; ++j) ci[j] = alpha * acc[i][j] + beta * ci[j];
+  }
+}
+
+_Static_assert(MR * NR <= MTE_MAX_TILE, "edge tile buffer in gemm.c too small");
+
+const mte_sgemm_kernel mte_sgemm_kernel_generic = {
+    .isa = "generic",
+    .mr = MR,
+    .nr = NR,
+    .mc = 128,
+    .kc = 256,
+    .nc = 2048,
+    .ukernel = sgemm_ukernel_generic,
+};

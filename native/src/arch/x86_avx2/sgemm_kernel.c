@@ -1,0 +1,76 @@
+/*
+ * x86_avx2/sgemm_kernel.c - SGEMM microkernel for AVX2 + FMA (Haswell and later, Zen).
+ *
+ * Compiled with -mavx2 -mfma; only called after cpu.c has checked the CPU and OS support
+ * both. Tile 6 x 16: the 16 columns are two 8-float ymm vectors, so the tile is 12 ymm
+ * accumulators; each step loads 2 vectors of B, broadcasts 6 values of A and issues
+ * 12 FMAs, which leaves 3 of the 16 ymm registers for operands.
+ */
+#include "../../mte_internal.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#define MR 6
+#define NV 2 /* ymm vectors per row */
+#define NR (8 * NV)
+
+static void sgemm_ukernel_avx2(int64_t kc, const float *MTE_RESTRICT a,
+                               const float *MTE_RESTRICT b, float *MTE_RESTRICT c,
+                               int64_t ldc, float alpha, float beta) {
+  /* start fetching the C tile now; it is only touched after the loop */
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) {
+    _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+    _mm_prefetch((const char *)(c + i * ldc + NR - 1), _MM_HINT_T0);
+  }
+  __m256 acc[MR][NV];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_setzero_ps();
+
+  for (int64_t p = 0; p < kc; ++p) {
+    __m256 bv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) bv[v] = _mm256_load_ps(b + p * NR + 8 * v);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      __m256 av = _mm256_broadcast_ss(a + p * MR + i);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_fmadd_ps(av, bv[v], acc[i][v]);
+    }
+  }
+
+  const __m256 va = _mm256_set1_ps(alpha);
+  if (beta == 0.0f) {
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v)
+        _mm256_storeu_ps(c + i * ldc + 8 * v, _mm256_mul_ps(va, acc[i][v]));
+  } else {
+    const __m256 vb = _mm256_set1_ps(beta);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) {
+        float *cp = c + i * ldc + 8 * v;
+        __m256 old = _mm256_mul_ps(vb, _mm256_loadu_ps(cp));
+        _mm256_storeu_ps(cp, _mm256_fmadd_ps(va, acc[i][v], old));
+      }
+  }
+}
+
+_Static_assert(MR * NR <= MTE_MAX_TILE, "edge tile buffer in gemm.c too small");
+
+const mte_sgemm_kernel mte_sgemm_kernel_avx2 = {
+    .isa = "avx2",
+    .mr = MR,
+    .nr = NR,
+    .mc = 144,
+    .kc = 256,
+    .nc = 4096,
+    .ukernel = sgemm_ukernel_avx2,
+};
+#endif

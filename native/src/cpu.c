@@ -1,0 +1,235 @@
+/*
+ * cpu.c - what the CPU can do, and which microkernels we therefore use.
+ *
+ * Detection (once, cached):
+ *   x86-64   CPUID leaves 1 and 7 give the instruction sets; XGETBV tells whether the OS
+ *            saves the wide registers (YMM for AVX, ZMM/opmask for AVX-512). An instruction
+ *            set counts only if both agree.
+ *   aarch64  NEON (Advanced SIMD) is part of the architecture; extras (dot product, fp16,
+ *            i8mm, SVE) come from the Linux auxiliary vector (getauxval).
+ *
+ * Dispatch: the ISAs compiled into this build are listed best first; we take the first
+ * one the CPU supports, at or below the cap given by MTE_ISA (see mte.h).
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mte_internal.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#endif
+
+/* ---------------------------------------------------------------- detection */
+
+static const char *const k_feature_names[64] = {
+    [0] = "sse2",         [1] = "sse4.1",       [2] = "avx",          [3] = "avx2",
+    [4] = "fma",          [5] = "f16c",         [6] = "avx512f",      [7] = "avx512bw",
+    [8] = "avx512dq",     [9] = "avx512vl",     [10] = "avx512_vnni", [11] = "avx512_bf16",
+    [12] = "avx_vnni",    [20] = "neon",        [21] = "asimddp",     [22] = "fp16",
+    [23] = "i8mm",        [24] = "sve",
+};
+
+const char *mte_cpu_feature_name(int bit) {
+  if (bit < 0 || bit > 63) return NULL;
+  return k_feature_names[bit];
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+static uint64_t xgetbv0(void) {
+  uint32_t eax, edx;
+  __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+  return ((uint64_t)edx << 32) | eax;
+}
+
+static uint64_t detect_features(void) {
+  unsigned int a, b, c, d;
+  uint64_t f = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+  unsigned int ecx1 = c, edx1 = d;
+  if (edx1 & (1u << 26)) f |= MTE_CPU_SSE2;
+  if (ecx1 & (1u << 19)) f |= MTE_CPU_SSE41;
+
+  /* OS support: OSXSAVE set, then XCR0 bits 1,2 (SSE, AVX state), 5,6,7 (AVX-512 state) */
+  int os_avx = 0, os_avx512 = 0;
+  if (ecx1 & (1u << 27)) {
+    uint64_t xcr0 = xgetbv0();
+    os_avx = (xcr0 & 0x6) == 0x6;
+    os_avx512 = os_avx && (xcr0 & 0xE0) == 0xE0;
+  }
+  if (!os_avx) return f;
+  if (ecx1 & (1u << 28)) f |= MTE_CPU_AVX;
+  if (ecx1 & (1u << 12)) f |= MTE_CPU_FMA;
+  if (ecx1 & (1u << 29)) f |= MTE_CPU_F16C;
+
+  unsigned int max_leaf = __get_cpuid_max(0, NULL);
+  if (max_leaf < 7) return f;
+  __cpuid_count(7, 0, a, b, c, d);
+  unsigned int ebx7 = b, ecx7 = c;
+  if (ebx7 & (1u << 5)) f |= MTE_CPU_AVX2;
+  if (os_avx512) {
+    if (ebx7 & (1u << 16)) f |= MTE_CPU_AVX512F;
+    if (ebx7 & (1u << 17)) f |= MTE_CPU_AVX512DQ;
+    if (ebx7 & (1u << 30)) f |= MTE_CPU_AVX512BW;
+    if (ebx7 & (1u << 31)) f |= MTE_CPU_AVX512VL;
+    if (ecx7 & (1u << 11)) f |= MTE_CPU_AVX512_VNNI;
+  }
+  __cpuid_count(7, 1, a, b, c, d);
+  if (a & (1u << 4)) f |= MTE_CPU_AVX_VNNI;
+  if (os_avx512 && (a & (1u << 5))) f |= MTE_CPU_AVX512_BF16;
+  return f;
+}
+#elif defined(__aarch64__)
+static uint64_t detect_features(void) {
+  uint64_t f = MTE_CPU_NEON; /* mandatory in AArch64 */
+#if defined(__linux__)
+  unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+  if (hw & (1ul << 20)) f |= MTE_CPU_ARM_DOTPROD; /* HWCAP_ASIMDDP */
+  if (hw & (1ul << 10)) f |= MTE_CPU_ARM_FP16;    /* HWCAP_ASIMDHP */
+  if (hw & (1ul << 22)) f |= MTE_CPU_ARM_SVE;     /* HWCAP_SVE */
+  if (hw2 & (1ul << 13)) f |= MTE_CPU_ARM_I8MM;   /* HWCAP2_I8MM */
+#endif
+  return f;
+}
+#else
+static uint64_t detect_features(void) { return 0; }
+#endif
+
+static atomic_int g_features_ready = 0;
+static _Atomic uint64_t g_features = 0;
+
+uint64_t mte_cpu_features(void) {
+  /* Detection is idempotent, so two threads racing here just compute the same value. */
+  if (!atomic_load_explicit(&g_features_ready, memory_order_acquire)) {
+    atomic_store(&g_features, detect_features());
+    atomic_store_explicit(&g_features_ready, 1, memory_order_release);
+  }
+  return atomic_load(&g_features);
+}
+
+const char *mte_cpu_features_string(void) {
+  /* Built from a constant table: 64 names of at most 12 chars fit easily. Written once
+   * per call into a per-thread buffer so no caller ever sees a half-written string. */
+  static _Thread_local char buf[64 * 16];
+  uint64_t f = mte_cpu_features();
+  size_t pos = 0;
+  buf[0] = '\0';
+  for (int bit = 0; bit < 64; ++bit) {
+    if (!(f & (1ull << bit)) || !k_feature_names[bit]) continue;
+    size_t n = strlen(k_feature_names[bit]);
+    if (pos + n + 2 > sizeof buf) break;
+    if (pos) buf[pos++] = ' ';
+    memcpy(buf + pos, k_feature_names[bit], n);
+    pos += n;
+    buf[pos] = '\0';
+  }
+  return buf;
+}
+
+/* ---------------------------------------------------------------- dispatch */
+
+typedef struct isa_entry {
+  const char *name;
+  uint64_t needs; /* feature bits required */
+  const mte_sgemm_kernel *sgemm;
+} isa_entry;
+
+/* Best first. The portable kernel closes every list. */
+static const isa_entry k_isas[] = {
+#ifdef MTE_HAVE_X86_KERNELS
+    {"avx512", MTE_CPU_AVX512F | MTE_CPU_AVX512BW | MTE_CPU_AVX512DQ | MTE_CPU_AVX512VL |
+                   MTE_CPU_FMA | MTE_CPU_AVX2,
+     &mte_sgemm_kernel_avx512},
+    {"avx2", MTE_CPU_AVX2 | MTE_CPU_FMA, &mte_sgemm_kernel_avx2},
+#endif
+#ifdef MTE_HAVE_NEON_KERNELS
+    {"neon", MTE_CPU_NEON, &mte_sgemm_kernel_neon},
+#endif
+    {"generic", 0, &mte_sgemm_kernel_generic},
+};
+#define N_ISAS ((int)(sizeof k_isas / sizeof k_isas[0]))
+
+static int isa_index(const char *name) {
+  if (!name) return -1;
+  for (int i = 0; i < N_ISAS; ++i)
+    if (strcmp(k_isas[i].name, name) == 0) return i;
+  return -1;
+}
+
+static int isa_supported(int i) {
+  return (mte_cpu_features() & k_isas[i].needs) == k_isas[i].needs;
+}
+
+/* First supported ISA at or after position `from` in the best-first list. */
+static int best_from(int from) {
+  for (int i = from < 0 ? 0 : from; i < N_ISAS; ++i)
+    if (isa_supported(i)) return i;
+  return N_ISAS - 1; /* generic */
+}
+
+static int choose_from_env(void) {
+  const char *env = getenv("MTE_ISA");
+  if (!env || !*env || strcmp(env, "auto") == 0) return best_from(0);
+  int i = isa_index(env);
+  return best_from(i < 0 ? 0 : i); /* unknown or not compiled in: auto */
+}
+
+static const isa_entry *_Atomic g_active = NULL;
+
+static const isa_entry *active(void) {
+  const isa_entry *e = atomic_load_explicit(&g_active, memory_order_acquire);
+  if (!e) {
+    const isa_entry *fresh = &k_isas[choose_from_env()];
+    const isa_entry *expected = NULL;
+    /* keep whatever another thread (or mte_set_isa) stored first */
+    if (!atomic_compare_exchange_strong(&g_active, &expected, fresh)) return expected;
+    e = fresh;
+  }
+  return e;
+}
+
+const char *mte_active_isa(void) { return active()->name; }
+
+const mte_sgemm_kernel *mte__sgemm_kernel(void) { return active()->sgemm; }
+
+int mte_isa_available(const char *name) {
+  int i = isa_index(name);
+  return i >= 0 && isa_supported(i);
+}
+
+int mte_set_isa(const char *name) {
+  if (!name) return MTE_EINVAL;
+  if (strcmp(name, "auto") == 0) {
+    atomic_store(&g_active, &k_isas[best_from(0)]);
+    return MTE_OK;
+  }
+  int i = isa_index(name);
+  if (i < 0) {
+    static const char *const known[] = {"generic", "avx2", "avx512", "neon"};
+    for (size_t k = 0; k < sizeof known / sizeof known[0]; ++k)
+      if (strcmp(known[k], name) == 0) return MTE_EUNSUPPORTED; /* not in this build */
+    return MTE_EINVAL;
+  }
+  if (!isa_supported(i)) return MTE_EUNSUPPORTED;
+  atomic_store(&g_active, &k_isas[i]);
+  return MTE_OK;
+}
+
+const char *mte_compiled_isas(void) {
+  static _Thread_local char buf[128];
+  size_t pos = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < N_ISAS; ++i) {
+    size_t n = strlen(k_isas[i].name);
+    if (pos + n + 2 > sizeof buf) break;
+    if (pos) buf[pos++] = ' ';
+    memcpy(buf + pos, k_isas[i].name, n);
+    pos += n;
+    buf[pos] = '\0';
+  }
+  return buf;
+}

@@ -1,0 +1,87 @@
+/*
+ * mte_internal.h - declarations shared by the library's source files (not installed).
+ *
+ * The central idea is the *microkernel descriptor*: each ISA provides a function that
+ * multiplies one packed MR x kc panel of A by one packed kc x NR panel of B into an
+ * MR x NR tile of C, plus the cache-blocking sizes that suit it. gemm.c (packing, the
+ * blocked loops, edge tiles, epilogue, threads) is written once against this descriptor;
+ * cpu.c picks the descriptor for the machine. A later int8 GEMM follows the same split.
+ */
+#ifndef MTE_INTERNAL_H
+#define MTE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mte.h"
+
+#define MTE_ALIGN 64
+
+#if defined(__GNUC__)
+#define MTE_RESTRICT __restrict__
+#define MTE_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MTE_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define MTE_HIDDEN __attribute__((visibility("hidden")))
+#else
+#define MTE_RESTRICT
+#define MTE_LIKELY(x) (x)
+#define MTE_UNLIKELY(x) (x)
+#define MTE_HIDDEN
+#endif
+
+/*
+ * SGEMM microkernel: for a full MR x NR tile,
+ *     C[i*ldc + j] = alpha * sum_p a[p*MR + i] * b[p*NR + j]  (+ beta * C[i*ldc + j])
+ * a: packed A panel, kc x MR (column of MR values per step p), 64-byte aligned
+ * b: packed B panel, kc x NR, 64-byte aligned
+ * beta == 0 means C is written without being read. kc >= 1.
+ */
+typedef void (*mte_sgemm_ukernel_fn)(int64_t kc, const float *MTE_RESTRICT a,
+                                     const float *MTE_RESTRICT b, float *MTE_RESTRICT c,
+                                     int64_t ldc, float alpha, float beta);
+
+typedef struct mte_sgemm_kernel {
+  const char *isa;             /* "generic", "avx2", "avx512", "neon" */
+  int mr, nr;                  /* register tile */
+  int mc, kc, nc;              /* cache blocks: mc % mr == 0, nc % nr == 0 */
+  mte_sgemm_ukernel_fn ukernel;
+} mte_sgemm_kernel;
+
+/* Largest MR*NR of any kernel: sizes the stack tile used for edge tiles. */
+#define MTE_MAX_TILE (16 * 64)
+
+/* Kernels provided by the per-ISA files (each exists only where it is compiled). */
+extern const mte_sgemm_kernel mte_sgemm_kernel_generic;
+#if defined(__x86_64__) && !defined(MTE_NO_X86_KERNELS)
+#define MTE_HAVE_X86_KERNELS 1
+extern const mte_sgemm_kernel mte_sgemm_kernel_avx2;
+extern const mte_sgemm_kernel mte_sgemm_kernel_avx512;
+#endif
+#if defined(__aarch64__) && !defined(MTE_NO_NEON_KERNELS)
+#define MTE_HAVE_NEON_KERNELS 1
+extern const mte_sgemm_kernel mte_sgemm_kernel_neon;
+#endif
+
+/* cpu.c: the SGEMM kernel for the active ISA (never NULL). */
+MTE_HIDDEN const mte_sgemm_kernel *mte__sgemm_kernel(void);
+
+/* core.c: threads to use for a call. */
+MTE_HIDDEN int mte__num_threads(void);
+
+/* arena.c: borrow the default arena (or a temporary one if it is busy); give it back. */
+MTE_HIDDEN mte_arena *mte__arena_acquire(int *is_default);
+MTE_HIDDEN void mte__arena_release(mte_arena *arena, int is_default);
+
+/* Overflow-checked size arithmetic: return 0 on overflow, else store the result. */
+static inline int mte__mul_size(size_t a, size_t b, size_t *out) {
+  if (a != 0 && b > SIZE_MAX / a) return 0;
+  *out = a * b;
+  return 1;
+}
+static inline int mte__add_size(size_t a, size_t b, size_t *out) {
+  if (b > SIZE_MAX - a) return 0;
+  *out = a + b;
+  return 1;
+}
+
+#endif /* MTE_INTERNAL_H */

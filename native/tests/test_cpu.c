@@ -1,0 +1,127 @@
+/*
+ * test_cpu.c - CPU feature detection and ISA dispatch.
+ *
+ *   test_cpu              consistency of features, compiled/available ISAs, mte_set_isa
+ *   test_cpu --check-env  the active ISA obeys MTE_ISA: the best available ISA not above
+ *                         the requested one (unknown values: the best available)
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mte.h"
+#include "mte_test.h"
+
+#define MAX_ISAS 8
+
+static int split(const char *s, char out[MAX_ISAS][16]) {
+  int n = 0;
+  while (*s && n < MAX_ISAS) {
+    while (*s == ' ') ++s;
+    size_t len = strcspn(s, " ");
+    if (!len) break;
+    if (len > 15) len = 15;
+    memcpy(out[n], s, len);
+    out[n][len] = '\0';
+    ++n;
+    s += strcspn(s, " ");
+  }
+  return n;
+}
+
+int main(int argc, char **argv) {
+  char isas[MAX_ISAS][16];
+  int n = split(mte_compiled_isas(), isas);
+  const char *env = getenv("MTE_ISA");
+
+  if (argc > 1 && strcmp(argv[1], "--check-env") == 0) {
+    int start = 0;
+    if (env)
+      for (int i = 0; i < n; ++i)
+        if (strcmp(isas[i], env) == 0) start = i;
+    const char *expect = "generic";
+    for (int i = start; i < n; ++i)
+      if (mte_isa_available(isas[i])) {
+        expect = isas[i];
+        break;
+      }
+    CHECK(strcmp(mte_active_isa(), expect) == 0, "MTE_ISA=%s: active %s, expected %s",
+          env ? env : "(unset)", mte_active_isa(), expect);
+    return mte_test_summary("test_cpu --check-env");
+  }
+
+  printf("version %s, compiled ISAs: %s, active: %s\nfeatures: %s\nopenmp: %d threads: %d\n",
+         mte_version(), mte_compiled_isas(), mte_active_isa(), mte_cpu_features_string(),
+         mte_has_openmp(), mte_get_num_threads());
+
+  CHECK(strcmp(mte_version(), MTE_VERSION_STRING) == 0, "version");
+  CHECK(n >= 1 && strcmp(isas[n - 1], "generic") == 0, "generic closes the list");
+  CHECK(mte_isa_available("generic"), "generic is always available");
+  CHECK(!mte_isa_available("bogus") && !mte_isa_available(NULL), "unknown ISA");
+
+  /* the features string lists exactly the set bits */
+  uint64_t f = mte_cpu_features();
+  const char *fs = mte_cpu_features_string();
+  for (int bit = 0; bit < 64; ++bit) {
+    const char *name = mte_cpu_feature_name(bit);
+    if (!name) continue;
+    char padded[40];
+    snprintf(padded, sizeof padded, " %s ", name);
+    char hay[1100];
+    snprintf(hay, sizeof hay, " %s ", fs);
+    CHECK(((f >> bit) & 1) == (strstr(hay, padded) != NULL), "feature %s", name);
+  }
+  CHECK(mte_cpu_feature_name(-1) == NULL && mte_cpu_feature_name(64) == NULL, "names");
+#if defined(__x86_64__)
+  CHECK(f & MTE_CPU_SSE2, "x86-64 always has SSE2");
+  if (f & MTE_CPU_AVX512F) CHECK(f & MTE_CPU_AVX2, "AVX-512 machines have AVX2");
+#endif
+#if defined(__aarch64__)
+  CHECK(f & MTE_CPU_NEON, "aarch64 always has NEON");
+  CHECK(mte_isa_available("neon"), "neon kernel on aarch64");
+#endif
+
+  /* the active ISA (without MTE_ISA) is the best available */
+  if (!env) {
+    for (int i = 0; i < n; ++i)
+      if (mte_isa_available(isas[i])) {
+        CHECK(strcmp(mte_active_isa(), isas[i]) == 0, "active %s best %s", mte_active_isa(),
+              isas[i]);
+        break;
+      }
+  }
+
+  /* mte_set_isa: every available ISA can be forced; others are refused without effect */
+  for (int i = 0; i < n; ++i) {
+    const char *before = mte_active_isa();
+    int st = mte_set_isa(isas[i]);
+    if (mte_isa_available(isas[i])) {
+      CHECK(st == MTE_OK && strcmp(mte_active_isa(), isas[i]) == 0, "set_isa %s", isas[i]);
+    } else {
+      CHECK(st == MTE_EUNSUPPORTED && strcmp(mte_active_isa(), before) == 0,
+            "set_isa %s refused", isas[i]);
+    }
+  }
+  const char *before = mte_active_isa();
+  CHECK(mte_set_isa("bogus") == MTE_EINVAL, "unknown name");
+  CHECK(mte_set_isa(NULL) == MTE_EINVAL, "NULL name");
+#if !defined(__aarch64__)
+  CHECK(mte_set_isa("neon") == MTE_EUNSUPPORTED, "neon not compiled here");
+#else
+  CHECK(mte_set_isa("avx2") == MTE_EUNSUPPORTED, "avx2 not compiled here");
+#endif
+  CHECK(strcmp(mte_active_isa(), before) == 0, "refusals change nothing");
+  CHECK(mte_set_isa("auto") == MTE_OK, "auto");
+
+  /* threads */
+  int t0 = mte_get_num_threads();
+  CHECK(t0 >= 1, "threads %d", t0);
+  CHECK(mte_set_num_threads(0) == MTE_EINVAL && mte_set_num_threads(-3) == MTE_EINVAL &&
+            mte_set_num_threads(MTE_MAX_THREADS + 1) == MTE_EINVAL,
+        "bad thread counts");
+  CHECK(mte_get_num_threads() == t0, "refused count changes nothing");
+  CHECK(mte_set_num_threads(3) == MTE_OK, "set 3");
+  CHECK(mte_get_num_threads() == (mte_has_openmp() ? 3 : 1), "get %d",
+        mte_get_num_threads());
+  CHECK(strcmp(mte_kernels(), "sgemm") == 0 || strstr(mte_kernels(), "sgemm"), "kernels");
+  return mte_test_summary("test_cpu");
+}
