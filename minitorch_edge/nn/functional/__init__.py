@@ -15,3 +15,5 @@ for _name in _MODULES:
     _mod = importlib.import_module(f".{_name}", __name__)
     for _fn in _mod.__all__:
         globals()[_fn] = getattr(_mod, _fn)
+
+from ..layers.activation import prelu, softmin  # noqa: E402,F401

@@ -1,2 +1,348 @@
-"""(being written)"""
-__all__ = []
+"""Normalization: subtract a mean, divide by a standard deviation, then scale and shift.
+
+    y = (x - mean) / sqrt(var + eps) * weight + bias
+
+The functions differ only in which elements share one mean/var:
+
+    batch_norm     per channel, over the batch and all positions   dims (0, 2, 3, ...)
+    instance_norm  per sample and channel, over positions           dims (2, 3, ...)
+    layer_norm     per sample, over the last len(normalized_shape) dims
+    group_norm     per sample and group of channels (the input viewed as (N, G, C/G, rest))
+
+All four run through one fused Function, `Normalize` (forward in numpy, one backward formula);
+``rms_norm``, ``normalize`` and ``local_response_norm`` are composed of Tensor ops.
+
+batch_norm and instance_norm in training also update the running statistics in place
+(running = (1 - momentum) * running + momentum * batch value, with the *unbiased* batch variance,
+as PyTorch), after the input has been validated; in evaluation they normalize with the running
+statistics instead.
+"""
+import numpy as np
+
+from ...autograd.function import Function
+from ...autograd.grad_mode import _State
+from ...ops._util import sum_to
+from ...ops.join import cat
+from ...tensor import Tensor
+
+__all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "normalize",
+           "local_response_norm"]
+
+
+def _sum_to_np(a, shape):
+    """numpy twin of ops._util.sum_to: sum `a` down to `shape` (undo broadcasting)."""
+    if a.shape == tuple(shape):
+        return a
+    lead = a.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
+                                      if s == 1 and a.shape[lead + i] != 1)
+    return (a.sum(axis=axes, keepdims=True) if axes else a).reshape(shape)
+
+
+class Normalize(Function):
+    """y = xhat * w + b,  xhat = (x - mean) * invstd,  invstd = 1 / sqrt(var + eps),
+    mean and var (biased) taken over `dims` of x (kept as size-1 dims); w and b (optional)
+    broadcast against x.
+
+    Backward, with n the number of elements behind one statistic and gw = dy * w:
+        dx = invstd * (gw - mean(gw) - xhat * mean(gw * xhat))      (means over `dims`)
+        dw = dy * xhat summed to w's shape,   db = dy summed to b's shape.
+    The plain backward runs in numpy from the saved x, mean and invstd. Under create_graph
+    (grad mode on during backward) the same formula is written in Tensor ops, recomputing
+    mean, var and xhat from x, so second derivatives are exact.
+
+    `stats_out`, when a list, receives the numpy (mean, biased var) for running statistics."""
+    _builtin = True
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, dims, eps, stats_out):
+        xd = x._data
+        mean = xd.mean(axis=dims, keepdims=True)
+        xc = xd - mean
+        var = np.mean(xc * xc, axis=dims, keepdims=True)
+        invstd = 1 / np.sqrt(var + xd.dtype.type(eps))
+        y = xc
+        y *= invstd                       # xc is ours: scale and shift it in place
+        if weight is not None:
+            w = weight._data
+            y = np.multiply(y, w, out=y) if w.dtype == y.dtype else y * w
+        if bias is not None:
+            b = bias._data
+            y = np.add(y, b, out=y) if b.dtype == y.dtype else y + b
+        if stats_out is not None:
+            stats_out.extend((mean, var))
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(x, weight, bias)
+            ctx.mean, ctx.invstd, ctx.dims, ctx.eps = mean, invstd, dims, eps
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w, b = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        if _State.enabled:                 # create_graph=True: record the backward
+            return Normalize._backward_graph(ctx, grad, x, w, b)
+        dims, invstd = ctx.dims, ctx.invstd
+        g = grad._data
+        xhat = x._data - ctx.mean
+        xhat *= invstd
+        dx = dw = db = None
+        gx = g * xhat if (w is not None and need[1]) or (need[0] and w is None) else None
+        if w is not None and need[1]:
+            dw = Tensor._make(_sum_to_np(gx, w._data.shape))
+        if b is not None and need[2]:
+            db = Tensor._make(_sum_to_np(g, b._data.shape))
+        if need[0]:
+            # dx = gw*invstd - xhat * (s2*invstd/n) - s1*invstd/n, with few full-size passes
+            gw = g * w._data if w is not None else g
+            n = xhat.size // invstd.size if invstd.size else 1
+            s1 = gw.sum(axis=dims, keepdims=True)
+            s2 = (gx * w._data if w is not None else gx).sum(axis=dims, keepdims=True) \
+                if gx is not None else (gw * xhat).sum(axis=dims, keepdims=True)
+            out = gw * invstd
+            xhat *= s2 * (invstd / n)
+            out -= xhat
+            out -= s1 * (invstd / n)
+            dx = Tensor._make(out.astype(g.dtype, copy=False))
+        return dx, dw, db, None, None, None
+
+    @staticmethod
+    def _backward_graph(ctx, grad, x, w, b):
+        """The backward in Tensor ops (recorded when create_graph=True)."""
+        dims, need = ctx.dims, ctx.needs_input_grad
+        mean = x.mean(dims, keepdim=True)
+        xc = x - mean
+        invstd = ((xc * xc).mean(dims, keepdim=True) + ctx.eps).rsqrt()
+        xhat = xc * invstd
+        dx = dw = db = None
+        if need[0]:
+            gw = grad * w if w is not None else grad
+            dx = invstd * (gw - gw.mean(dims, keepdim=True) -
+                           xhat * (gw * xhat).mean(dims, keepdim=True))
+        if w is not None and need[1]:
+            dw = sum_to(grad * xhat, w._data.shape)
+        if b is not None and need[2]:
+            db = sum_to(grad, b._data.shape)
+        return dx, dw, db, None, None, None
+
+
+# ---- checks -------------------------------------------------------------------------------------
+def _need_tensor(x, name, op):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument '{name}' must be a Tensor, not {type(x).__name__}")
+    if x._data.dtype.kind != "f":
+        raise TypeError(f"{op}(): expected a floating point {name}, got {x.dtype.name}; convert "
+                        f"with .float() first")
+
+
+def _check_per_channel(op, input, channels, **tensors):
+    """Every given tensor (running_mean, weight, ...) must hold one value per channel."""
+    for name, t in tensors.items():
+        if t is not None and t._data.size != channels:
+            raise RuntimeError(f"{op}: expected input with {t._data.size} channels ({name} of "
+                               f"shape {tuple(t._data.shape)}), got input of shape "
+                               f"{tuple(input._data.shape)}")
+
+
+def _update_running(buf, value, momentum):
+    """buf = (1 - momentum) * buf + momentum * value, in place (no graph; version bumped)."""
+    if buf is None:
+        return
+    arr = buf._data
+    arr *= 1 - momentum
+    arr += (momentum * value.reshape(arr.shape)).astype(arr.dtype, copy=False)
+    buf._vc[0] += 1
+
+
+def _channel_view(t, ndim):
+    """A per-channel vector (C,) as (1, C, 1, ...) so it broadcasts over an (N, C, *) input."""
+    return None if t is None else t.reshape((1, -1) + (1,) * (ndim - 2))
+
+
+def _eval_norm(input, running_mean, running_var, weight, bias, eps):
+    """(x - running_mean) / sqrt(running_var + eps) * w + b as one multiply and one add."""
+    nd = input._data.ndim
+    scale = (running_var + eps).rsqrt()
+    if weight is not None:
+        scale = scale * weight
+    shift = -running_mean * scale
+    if bias is not None:
+        shift = shift + bias
+    return input * _channel_view(scale, nd) + _channel_view(shift, nd)
+
+
+# ---- the functions ------------------------------------------------------------------------------
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    """Normalize each channel of an (N, C, *) input over the batch and all positions.
+
+    training=True: batch statistics; running_mean/running_var (if given) are updated in place
+    with `momentum` (None counts as 0.0: no update) and the unbiased batch variance.
+    training=False: the running statistics are used (they must be given)."""
+    _need_tensor(input, "input", "batch_norm")
+    nd = input._data.ndim
+    if nd < 2:
+        raise ValueError(f"batch_norm: expected input of shape (N, C, *) with at least 2 dims, "
+                         f"got input of shape {tuple(input._data.shape)}")
+    C = input._data.shape[1]
+    _check_per_channel("batch_norm", input, C, running_mean=running_mean,
+                       running_var=running_var, weight=weight, bias=bias)
+    if not training:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("batch_norm: running_mean and running_var must be defined in "
+                               "evaluation mode (training=False)")
+        return _eval_norm(input, running_mean, running_var, weight, bias, eps)
+    dims = (0,) + tuple(range(2, nd))
+    n = input._data.size // C if C else 0
+    if n <= 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                         f"{tuple(input._data.shape)}")
+    stats = [] if (running_mean is not None or running_var is not None) else None
+    out = Normalize.apply(input, _channel_view(weight, nd), _channel_view(bias, nd), dims, eps,
+                          stats)
+    if stats:
+        m = 0.0 if momentum is None else momentum
+        _update_running(running_mean, stats[0], m)
+        _update_running(running_var, stats[1] * (n / (n - 1)), m)
+    return out
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    """Normalize each (sample, channel) of an (N, C, *) input over its positions.
+
+    With use_input_stats and running statistics given, these are updated with the batch average
+    of the per-instance mean and unbiased variance (as PyTorch)."""
+    _need_tensor(input, "input", "instance_norm")
+    nd = input._data.ndim
+    if nd < 3:
+        raise ValueError(f"instance_norm: expected input of shape (N, C, L, ...) with at least 3 "
+                         f"dims, got input of shape {tuple(input._data.shape)}")
+    shape = input._data.shape
+    C = shape[1]
+    _check_per_channel("instance_norm", input, C, running_mean=running_mean,
+                       running_var=running_var, weight=weight, bias=bias)
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("instance_norm: running_mean and running_var must be defined when "
+                               "use_input_stats=False")
+        return _eval_norm(input, running_mean, running_var, weight, bias, eps)
+    n = int(np.prod(shape[2:]))
+    if n <= 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                         f"{tuple(shape)}")
+    stats = [] if (running_mean is not None or running_var is not None) else None
+    out = Normalize.apply(input, _channel_view(weight, nd), _channel_view(bias, nd),
+                          tuple(range(2, nd)), eps, stats)
+    if stats and shape[0]:
+        m = 0.0 if momentum is None else momentum
+        _update_running(running_mean, stats[0].mean(axis=0), m)
+        _update_running(running_var, (stats[1] * (n / (n - 1))).mean(axis=0), m)
+    return out
+
+
+def _normalized_shape(normalized_shape):
+    if isinstance(normalized_shape, int):
+        return (normalized_shape,)
+    return tuple(int(s) for s in normalized_shape)
+
+
+def _check_trailing(op, input, shape):
+    k = len(shape)
+    got = tuple(input._data.shape)
+    if k == 0 or len(got) < k or got[len(got) - k:] != shape:
+        raise RuntimeError(f"{op}: given normalized_shape={list(shape)}, expected input with "
+                           f"shape [*, {', '.join(map(str, shape))}], but got input of size "
+                           f"{list(got)}")
+
+
+def _check_affine(op, shape, **tensors):
+    for name, t in tensors.items():
+        if t is not None and tuple(t._data.shape) != shape:
+            raise RuntimeError(f"{op}: expected {name} of shape {shape} (normalized_shape), got "
+                               f"{tuple(t._data.shape)}")
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalize over the last len(normalized_shape) dims; weight/bias have normalized_shape."""
+    _need_tensor(input, "input", "layer_norm")
+    shape = _normalized_shape(normalized_shape)
+    _check_trailing("layer_norm", input, shape)
+    _check_affine("layer_norm", shape, weight=weight, bias=bias)
+    nd = input._data.ndim
+    return Normalize.apply(input, weight, bias, tuple(range(nd - len(shape), nd)), eps, None)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Split the C channels of an (N, C, *) input into num_groups groups and normalize each
+    (sample, group) over its channels and positions; weight/bias are per channel (C,)."""
+    _need_tensor(input, "input", "group_norm")
+    shape = input._data.shape
+    if len(shape) < 2:
+        raise RuntimeError(f"group_norm: expected input of shape (N, C, *), got input of shape "
+                           f"{tuple(shape)}")
+    N, C = shape[:2]
+    if num_groups <= 0 or C % num_groups:
+        raise RuntimeError(f"group_norm: expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {list(shape)} and "
+                           f"num_groups={num_groups}")
+    _check_per_channel("group_norm", input, C, weight=weight, bias=bias)
+    G = num_groups
+    rest = int(np.prod(shape[2:]))
+    view = (N, G, C // G, rest)
+    wv = None if weight is None else weight.reshape(1, G, C // G, 1)
+    bv = None if bias is None else bias.reshape(1, G, C // G, 1)
+    out = Normalize.apply(input.reshape(view), wv, bv, (2, 3), eps, None)
+    return out.reshape(shape)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """y = x / sqrt(mean(x^2) + eps) * weight, the mean over the last len(normalized_shape)
+    dims; eps=None uses the machine epsilon of the input's dtype (as PyTorch)."""
+    _need_tensor(input, "input", "rms_norm")
+    shape = _normalized_shape(normalized_shape)
+    _check_trailing("rms_norm", input, shape)
+    _check_affine("rms_norm", shape, weight=weight)
+    if eps is None:
+        eps = float(np.finfo(input._data.dtype).eps)
+    nd = input._data.ndim
+    dims = tuple(range(nd - len(shape), nd))
+    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
+    return out * weight if weight is not None else out
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """x / max(||x||_p, eps), the norm taken along `dim`."""
+    if out is not None:
+        raise NotImplementedError("normalize(): out= is not supported; use the returned tensor")
+    _need_tensor(input, "input", "normalize")
+    denom = input.norm(p, dim, keepdim=True).clamp_min(eps)
+    return input / denom
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """x / (k + alpha * mean of x^2 over a window of `size` neighbouring channels)^beta.
+
+    The window around channel c covers channels c - size//2 .. c + (size-1)//2, zero outside
+    the range, and the mean always divides by `size` (as PyTorch)."""
+    _need_tensor(input, "input", "local_response_norm")
+    shape = input._data.shape
+    if len(shape) < 3:
+        raise ValueError(f"local_response_norm: expected 3D or higher dimensionality input (got "
+                         f"{len(shape)} dimensions)")
+    if input._data.size == 0:
+        return input
+    C = shape[1]
+    sq = input * input
+    before, after = size // 2, (size - 1) // 2
+    parts = [sq]
+    if before:
+        parts.insert(0, Tensor._make(np.zeros((shape[0], before) + shape[2:], sq._data.dtype)))
+    if after:
+        parts.append(Tensor._make(np.zeros((shape[0], after) + shape[2:], sq._data.dtype)))
+    padded = cat(parts, 1) if len(parts) > 1 else sq
+    win = padded.narrow(1, 0, C)
+    for j in range(1, size):
+        win = win + padded.narrow(1, j, C)
+    div = (win * (alpha / size) + k) ** beta
+    return input / div

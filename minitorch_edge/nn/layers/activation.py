@@ -1,2 +1,302 @@
-"""(being written)"""
-__all__ = []
+"""Activation layers: thin Modules over the functions in ops/activation.py and ops/softmax.py
+(ReLU -> relu, GELU -> gelu, Softmax -> softmax, ...), with PyTorch's constructor arguments
+(``inplace=`` included) and ``extra_repr`` text.
+
+PReLU is the one activation with a parameter: y = x for x > 0, else a*x, with one learnable
+slope `a` (``weight``) per channel (dim 1) or one shared slope. Its functional form `prelu` lives
+here and is composed of Tensor ops (a where and a multiply), so it needs no Function.
+"""
+import warnings
+
+from ... import creation
+from ...autograd.grad_mode import no_grad
+from ...ops import activation as A
+from ...ops.elementwise import where
+from ...ops.softmax import log_softmax, softmax
+from ...ops.unary import sigmoid, tanh
+from ...tensor import Tensor
+from ..module import Module
+from ..parameter import Parameter
+
+__all__ = ["ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Sigmoid",
+           "Tanh", "Softmax", "LogSoftmax", "Softmin", "Hardswish", "Hardsigmoid", "Hardtanh",
+           "Softplus", "LogSigmoid", "Softsign", "Tanhshrink", "Threshold", "PReLU"]
+# prelu and softmin (below) are functional forms: nn.functional re-exports them, not nn
+
+
+def _inplace_repr(inplace):
+    return "inplace=True" if inplace else ""
+
+
+class _Inplace(Module):
+    """An activation whose only option is ``inplace``."""
+    _fn = None
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return type(self)._fn(input, inplace=self.inplace)
+
+    def extra_repr(self):
+        return _inplace_repr(self.inplace)
+
+
+class _Plain(Module):
+    """An activation with no options."""
+    _fn = None
+
+    def forward(self, input):
+        return type(self)._fn(input)
+
+
+class ReLU(_Inplace):
+    """max(x, 0)."""
+    _fn = staticmethod(A.relu)
+
+
+class ReLU6(_Inplace):
+    """min(max(x, 0), 6)."""
+    _fn = staticmethod(A.relu6)
+
+
+class SELU(_Inplace):
+    """scale * elu(x, alpha), the self-normalising constants."""
+    _fn = staticmethod(A.selu)
+
+
+class SiLU(_Inplace):
+    """x * sigmoid(x)."""
+    _fn = staticmethod(A.silu)
+
+
+class Mish(_Inplace):
+    """x * tanh(softplus(x))."""
+    _fn = staticmethod(A.mish)
+
+
+class Hardswish(_Inplace):
+    """x * relu6(x + 3) / 6."""
+    _fn = staticmethod(A.hardswish)
+
+    def extra_repr(self):   # PyTorch prints nothing here, even for inplace=True
+        return ""
+
+
+class Hardsigmoid(_Inplace):
+    """relu6(x + 3) / 6."""
+    _fn = staticmethod(A.hardsigmoid)
+
+    def extra_repr(self):
+        return ""
+
+
+class Sigmoid(_Plain):
+    """1 / (1 + e^-x)."""
+    _fn = staticmethod(sigmoid)
+
+
+class Tanh(_Plain):
+    """tanh(x)."""
+    _fn = staticmethod(tanh)
+
+
+class LogSigmoid(_Plain):
+    """log(sigmoid(x))."""
+    _fn = staticmethod(A.logsigmoid)
+
+
+class Softsign(_Plain):
+    """x / (1 + |x|)."""
+    _fn = staticmethod(A.softsign)
+
+
+class Tanhshrink(_Plain):
+    """x - tanh(x)."""
+    _fn = staticmethod(A.tanhshrink)
+
+
+class LeakyReLU(Module):
+    """x for x > 0, else negative_slope * x."""
+
+    def __init__(self, negative_slope=0.01, inplace=False):
+        super().__init__()
+        self.negative_slope, self.inplace = negative_slope, inplace
+
+    def forward(self, input):
+        return A.leaky_relu(input, self.negative_slope, self.inplace)
+
+    def extra_repr(self):
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
+
+
+class ELU(Module):
+    """x for x > 0, else alpha (e^x - 1)."""
+
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, input):
+        return A.elu(input, self.alpha, self.inplace)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class CELU(ELU):
+    """max(0, x) + min(0, alpha (e^(x/alpha) - 1))."""
+
+    def forward(self, input):
+        return A.celu(input, self.alpha, self.inplace)
+
+
+class GELU(Module):
+    """x * Phi(x) (approximate='none') or its tanh approximation (approximate='tanh')."""
+
+    def __init__(self, approximate="none"):
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, input):
+        return A.gelu(input, approximate=self.approximate)
+
+    def extra_repr(self):
+        return f"approximate={self.approximate!r}"
+
+
+class Hardtanh(Module):
+    """clamp(x, min_val, max_val)."""
+
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
+        super().__init__()
+        if min_val > max_val:
+            raise ValueError(f"Hardtanh: min_val ({min_val}) cannot be greater than max_val "
+                             f"({max_val})")
+        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
+
+    def forward(self, input):
+        return A.hardtanh(input, self.min_val, self.max_val, self.inplace)
+
+    def extra_repr(self):
+        return (f"min_val={self.min_val}, max_val={self.max_val}" +
+                (", inplace=True" if self.inplace else ""))
+
+
+class Softplus(Module):
+    """log(1 + e^(beta x)) / beta, linear where beta*x > threshold."""
+
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, input):
+        return A.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class Threshold(Module):
+    """x where x > threshold, else value."""
+
+    def __init__(self, threshold, value, inplace=False):
+        super().__init__()
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+    def forward(self, input):
+        return A.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self):
+        return (f"threshold={self.threshold}, value={self.value}" +
+                (", inplace=True" if self.inplace else ""))
+
+
+# ---- softmax family -----------------------------------------------------------------------------
+def _implicit_dim(name, ndim):
+    """PyTorch's legacy choice when no dim is given: 0 for 0-, 1- and 3-D input, else 1."""
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to "
+                  f"include dim=X as an argument.", stacklevel=4)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmin(input, dim=None, dtype=None):
+    """softmax(-x) along dim."""
+    if dim is None:
+        dim = _implicit_dim("softmin", input.ndim)
+    return softmax(-input, dim, dtype=dtype)
+
+
+class _SoftmaxBase(Module):
+    _fn, _name = None, ""
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        dim = self.dim if self.dim is not None else _implicit_dim(self._name, input.ndim)
+        return type(self)._fn(input, dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class Softmax(_SoftmaxBase):
+    """e^x / sum(e^x) along dim."""
+    _fn, _name = staticmethod(softmax), "softmax"
+
+
+class LogSoftmax(_SoftmaxBase):
+    """log(softmax(x)) along dim."""
+    _fn, _name = staticmethod(log_softmax), "log_softmax"
+
+
+class Softmin(_SoftmaxBase):
+    """softmax(-x) along dim."""
+    _fn, _name = staticmethod(softmin), "softmin"
+
+
+# ---- PReLU --------------------------------------------------------------------------------------
+def prelu(input, weight):
+    """y = x where x > 0, else weight * x; weight has one entry (shared) or one per channel
+    (dim 1 of the input; an input with fewer than 2 dims has one channel).
+
+    Gradients (from the where/mul it is built of): dx = dy where x > 0, else weight * dy (the
+    x <= 0 side at 0, as PyTorch); dweight = sum of x * dy over x <= 0, per channel."""
+    if not isinstance(input, Tensor) or not isinstance(weight, Tensor):
+        raise TypeError("prelu(): input and weight must be Tensors")
+    n = weight._data.size
+    nd = input._data.ndim
+    channels = input._data.shape[1] if nd >= 2 else 1
+    if n != 1 and n != channels:
+        raise RuntimeError(f"prelu: mismatch of parameter numbers and input channel size. Found "
+                           f"parameter numbers = {n} and channel size = {channels} (input of "
+                           f"shape {tuple(input._data.shape)}).")
+    if n == 1:
+        w = weight.reshape(())
+    else:
+        w = weight.reshape((channels,) + (1,) * (nd - 2))
+    return where(input > 0, input, w * input)
+
+
+class PReLU(Module):
+    """y = x for x > 0, else a*x with learnable slopes ``weight`` of shape (num_parameters,),
+    initialised to `init` (0.25)."""
+
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters, self.init = num_parameters, init
+        self.weight = Parameter(creation.empty(num_parameters, dtype=dtype, device=device))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        with no_grad():
+            self.weight.fill_(self.init)
+
+    def forward(self, input):
+        return prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"

@@ -1,2 +1,80 @@
-"""(being written)"""
-__all__ = []
+"""Embedding: a lookup table of learnable vectors, one row per token id.
+
+``Embedding(num_embeddings, embedding_dim)`` holds ``weight`` (num_embeddings, embedding_dim),
+initialised from N(0, 1) as in PyTorch; the row `padding_idx` (if given) starts at zero and
+never receives a gradient. Calling it with an integer tensor of ids returns their rows.
+"""
+from ... import creation
+from ...autograd.grad_mode import no_grad
+from ...tensor import Tensor
+from ..functional.sparse import check_indices, embedding
+from ..module import Module
+from ..parameter import Parameter
+
+__all__ = ["Embedding"]
+
+
+class Embedding(Module):
+    """Rows of ``weight`` picked by an integer tensor: (*) -> (*, embedding_dim)."""
+
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
+                 norm_type=2.0, scale_grad_by_freq=False, sparse=False, _weight=None,
+                 _freeze=False, device=None, dtype=None):
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise ValueError(f"Embedding: padding_idx ({padding_idx}) must be within "
+                                 f"num_embeddings ({num_embeddings})")
+            padding_idx %= num_embeddings
+        self.padding_idx, self.max_norm, self.norm_type = padding_idx, max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
+        if _weight is None:
+            self.weight = Parameter(creation.empty(num_embeddings, embedding_dim, dtype=dtype,
+                                                   device=device), requires_grad=not _freeze)
+            self.reset_parameters()
+        else:
+            if tuple(_weight.shape) != (num_embeddings, embedding_dim):
+                raise ValueError(f"Embedding: _weight has shape {tuple(_weight.shape)}, expected "
+                                 f"({num_embeddings}, {embedding_dim})")
+            self.weight = Parameter(_weight, requires_grad=not _freeze)
+
+    def reset_parameters(self):
+        with no_grad():
+            self.weight.normal_(0.0, 1.0)
+            self._fill_padding_idx_with_zero()
+
+    def _fill_padding_idx_with_zero(self):
+        if self.padding_idx is not None:
+            with no_grad():
+                self.weight[self.padding_idx] = 0.0
+
+    def forward(self, input):
+        check_indices(input, self.num_embeddings, "Embedding")
+        return embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                         self.scale_grad_by_freq, self.sparse)
+
+    def extra_repr(self):
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq:
+            s += ", scale_grad_by_freq=True"
+        if self.sparse:
+            s += ", sparse=True"
+        return s
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None,
+                        norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+        """An Embedding whose weight is `embeddings` (2-D); freeze=True stops its training."""
+        if not isinstance(embeddings, Tensor) or embeddings.dim() != 2:
+            raise ValueError("Embeddings parameter is expected to be 2-dimensional")
+        rows, cols = embeddings.shape
+        return cls(rows, cols, _weight=embeddings, _freeze=freeze, padding_idx=padding_idx,
+                   max_norm=max_norm, norm_type=norm_type,
+                   scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
