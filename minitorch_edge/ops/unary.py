@@ -190,7 +190,29 @@ _erfc_scalar = np.frompyfunc(math.erfc, 1, 1)
 
 
 def _erf(x):
-    return np.asarray(_erf_scalar(x.astype(np.float64)), np.float64).astype(x.dtype, copy=False)
+    """erf elementwise. float64: math.erf per element (exact, ~0.15 us/element). float32 and
+    float16: a vectorised approximation good to float32 rounding — a Taylor series near 0 and
+    Numerical Recipes' Chebyshev fit of erfc (relative error < 1.2e-7) elsewhere."""
+    if x.dtype == np.float64:
+        return np.asarray(_erf_scalar(x), np.float64)
+    # float32 arithmetic (within ~4 ulp); |x| > 10 saturates, so clip before squaring
+    z = np.minimum(np.abs(x.astype(np.float32)), np.float32(10.0))
+    # erfc(z) ~ t exp(-z^2 + P(t)), t = 1 / (1 + z/2)
+    t = np.float32(1.0) / (np.float32(1.0) + np.float32(0.5) * z)
+    p = np.float32(0.17087277)
+    for c in (-0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418,
+              0.37409196, 1.00002368, -1.26551223):
+        p = np.float32(c) + t * p
+    far = np.float32(1.0) - t * np.exp(-z * z + p)
+    # near 0, 1 - erfc loses digits: sum the series 2/sqrt(pi) sum (-1)^n z^(2n+1) / (n! (2n+1))
+    z2 = z * z
+    term, near = z, z.copy()
+    for n in range(1, 9):
+        term = -term * z2 / np.float32(n)
+        near += term / np.float32(2 * n + 1)
+    near *= np.float32(1.1283791670955126)
+    out = np.where(z < 0.5, near, far)
+    return np.copysign(out, x).astype(x.dtype)
 
 
 def _erfinv(x):
