@@ -21,3 +21,4 @@ from .ops import *  # noqa: F401,F403
 from . import backend  # noqa: F401
 from .backend import set_num_threads, get_num_threads  # noqa: F401
 from ._format import set_printoptions  # noqa: F401
+from . import nn, optim  # noqa: E402,F401  (the Layers and Optimizer tiers)
