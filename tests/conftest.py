@@ -19,6 +19,12 @@ settings.register_profile("thorough", max_examples=400, deadline=None,
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 REQUIRE_TORCH = os.environ.get("MTE_REQUIRE_TORCH") == "1"
+
+try:  # the reference runs single-threaded: on a busy 2-core machine its thread pool stalls
+    import torch as _torch
+    _torch.set_num_threads(1)
+except ImportError:
+    pass
 _TORCH_MISSING = ("torch not installed", "could not import 'torch'", "no module named 'torch'")
 
 

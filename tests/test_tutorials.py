@@ -8,7 +8,8 @@ TUTORIALS = sorted((pathlib.Path(__file__).parent.parent / "tutorials").glob("[0
 
 
 @pytest.mark.parametrize("path", TUTORIALS, ids=lambda p: p.name)
-def test_tutorial_runs(path, monkeypatch, capsys):
+def test_tutorial_runs(path, monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("MTE_TUTORIAL_FAST", "1")
+    monkeypatch.setenv("MTE_TUTORIAL_OUT", str(tmp_path))
     runpy.run_path(str(path), run_name="__main__")
     assert capsys.readouterr().out.strip()
