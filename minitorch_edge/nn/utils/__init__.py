@@ -1,0 +1,11 @@
+"""nn.utils: helpers that act on a model's parameters and gradients rather than on data.
+
+clip_grad.py           clip_grad_norm_, clip_grad_value_, get_total_norm, clip_grads_with_norm_
+convert_parameters.py  parameters_to_vector, vector_to_parameters
+"""
+from .clip_grad import (clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_,  # noqa: F401
+                        get_total_norm)
+from .convert_parameters import parameters_to_vector, vector_to_parameters  # noqa: F401
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm",
+           "parameters_to_vector", "vector_to_parameters"]
