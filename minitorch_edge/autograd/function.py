@@ -63,8 +63,14 @@ class Node:
         """Keep tensors for backward; each remembers its version so that a later in-place change
         is detected when backward reads it. (Built-in ops may also pass Python scalars, which
         are kept as they are.)"""
-        self._saved = [(t, t._vc, t._vc[0], None, -1) if isinstance(t, Tensor) else
-                       (t, None, None, None, -2) for t in tensors]
+        saved = []
+        for t in tensors:
+            if isinstance(t, Tensor):
+                vc = t._vc
+                saved.append((t, vc, vc[0], None, -1))
+            else:
+                saved.append((t, None, None, None, -2))
+        self._saved = saved
 
     @property
     def saved_tensors(self):
@@ -182,8 +188,11 @@ class Function:
     def apply(cls, *args):
         record = False
         if _State.enabled:
-            needs = [isinstance(a, Tensor) and a._rg for a in args]
-            record = True in needs
+            needs = []                      # (plain loops: cheaper than comprehensions here)
+            for a in args:
+                n = isinstance(a, Tensor) and a._rg
+                needs.append(n)
+                record = record or n
         if record:
             ctx = _new(Node)
             ctx._fn = cls
@@ -214,8 +223,7 @@ class Function:
             if cls.is_view and out.base is not None:
                 _share_version(result, args[0])
             if record:
-                ctx._next = tuple([((a._fn, a._nr) if a._fn is not None else (a, None))
-                                   if n else None for a, n in zip(args, needs)])
+                ctx._next = _edges(args, needs)
                 ctx._seq = next(_sequence)
                 ctx._out_meta = ((out.shape, out.dtype),)
                 if out.dtype.kind == "f" and ctx._non_diff is None:
@@ -239,13 +247,26 @@ class Function:
                 if o is not None and o._data.base is not None:
                     _share_version(o, args[0])
         if record:
-            ctx._next = tuple([((a._fn, a._nr) if a._fn is not None else (a, None))
-                               if n else None for a, n in zip(args, needs)])
+            ctx._next = _edges(args, needs)
             ctx._seq = next(_sequence)
             _connect_outputs(ctx, cls, out, outputs)
             if _Recording.anomaly or _Recording.tape is not None:
                 _observe(ctx, args, outputs)
         return result
+
+
+def _edges(args, needs):
+    """Per argument: (node, output_nr) for a recorded tensor, (leaf, None) for a leaf that
+    requires grad, None for anything else."""
+    edges = []
+    for a, n in zip(args, needs):
+        if not n:
+            edges.append(None)
+        elif a._fn is not None:
+            edges.append((a._fn, a._nr))
+        else:
+            edges.append((a, None))
+    return tuple(edges)
 
 
 def _share_version(view, base):

@@ -46,6 +46,15 @@ def matmul(a, b):
     if (type(a) is not np.ndarray or type(b) is not np.ndarray
             or a.dtype != np.float32 or b.dtype != np.float32 or a.ndim == 0 or b.ndim == 0):
         return np.matmul(a, b)
+    if a.ndim == 2 and b.ndim == 2 and a.shape[1] == b.shape[0]:
+        # the common case (Linear, and its backward's transposed views): no copies, the
+        # kernel reads a transposed operand in place
+        a_t = not a.flags.c_contiguous and a.T.flags.c_contiguous
+        b_t = not b.flags.c_contiguous and b.T.flags.c_contiguous
+        if (a_t or a.flags.c_contiguous) and (b_t or b.flags.c_contiguous):
+            if not (a_t or b_t):
+                return _C.matmul(a, b)
+            return _C.sgemm(a.T if a_t else a, b.T if b_t else b, trans_a=a_t, trans_b=b_t)
     a_arr, b_arr = a, b
 
     # np.matmul's 1-D rules: a (K,) is a row (1, K); b (K,) is a column (K, 1); the

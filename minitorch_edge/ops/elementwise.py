@@ -23,6 +23,11 @@ def _shape(x):
     return x._data.shape if isinstance(x, Tensor) else ()
 
 
+def _shapes(a, b):
+    return (a._data.shape if isinstance(a, Tensor) else (),
+            b._data.shape if isinstance(b, Tensor) else ())
+
+
 class _Binary(Function):
     """Base for binary ops. When recording, forward keeps the input shapes in ``ctx.shapes``
     (for `sum_to`) and saves what backward needs."""
@@ -36,7 +41,7 @@ class Add(_Binary):
     def forward(ctx, a, b):
         x, y = operands(a, b, "add")
         if ctx.needs_input_grad:
-            ctx.shapes = (_shape(a), _shape(b))
+            ctx.shapes = _shapes(a, b)
         return np.add(x, y)
 
     @staticmethod
@@ -56,7 +61,7 @@ class Sub(_Binary):
             raise TypeError("sub: subtraction with two bool tensors is not supported; use "
                             "logical_xor() or cast with .int() first")
         if ctx.needs_input_grad:
-            ctx.shapes = (_shape(a), _shape(b))
+            ctx.shapes = _shapes(a, b)
         return np.subtract(x, y)
 
     @staticmethod
@@ -76,7 +81,7 @@ class Mul(_Binary):
         need = ctx.needs_input_grad
         if need:
             ctx.save_for_backward(a if need[1] else None, b if need[0] else None)
-            ctx.shapes = (_shape(a), _shape(b))
+            ctx.shapes = _shapes(a, b)
         return np.multiply(x, y)
 
     @staticmethod
@@ -101,7 +106,7 @@ class Div(_Binary):
             x, y = np.asarray(x, f), np.asarray(y, f)
         if ctx.needs_input_grad:
             ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
-            ctx.shapes = (_shape(a), _shape(b))
+            ctx.shapes = _shapes(a, b)
         return np.true_divide(x, y)
 
     @staticmethod
@@ -135,7 +140,7 @@ class Remainder(_Binary):
         x, y = operands(a, b, "remainder")
         if ctx.needs_input_grad:
             ctx.save_for_backward(a, b)
-            ctx.shapes = (_shape(a), _shape(b))
+            ctx.shapes = _shapes(a, b)
         return np.mod(x, y)
 
     @staticmethod
@@ -156,7 +161,7 @@ class Fmod(_Binary):
         x, y = operands(a, b, "fmod")
         if ctx.needs_input_grad:
             ctx.save_for_backward(a, b)
-            ctx.shapes = (_shape(a), _shape(b))
+            ctx.shapes = _shapes(a, b)
         return np.fmod(x, y)
 
     @staticmethod
@@ -186,7 +191,7 @@ class Pow(_Binary):
             raise RuntimeError("pow: Integers to negative integer powers are not allowed.")
         if ctx.needs_input_grad:
             ctx.save_for_backward(a, b)
-            ctx.shapes = (_shape(a), _shape(b))
+            ctx.shapes = _shapes(a, b)
         return np.power(x, y)
 
     @staticmethod
@@ -219,7 +224,7 @@ class Atan2(_Binary):
         x, y = operands(a, b, "atan2")
         if ctx.needs_input_grad:
             ctx.save_for_backward(a, b)
-            ctx.shapes = (_shape(a), _shape(b))
+            ctx.shapes = _shapes(a, b)
         return np.arctan2(x, y)
 
     @staticmethod
@@ -241,7 +246,7 @@ class Maximum(_Binary):
         x, y = operands(a, b, cls.__name__.lower())
         if ctx.needs_input_grad:
             ctx.save_for_backward(a, b)
-            ctx.shapes = (_shape(a), _shape(b))
+            ctx.shapes = _shapes(a, b)
         return cls._np(x, y)
 
     @classmethod
@@ -276,7 +281,7 @@ class Where(Function):
         check_broadcast(c.shape, np.broadcast_shapes(np.shape(x), np.shape(y)), "where")
         if ctx.needs_input_grad:
             ctx.cond = c
-            ctx.shapes = (_shape(a), _shape(b))
+            ctx.shapes = _shapes(a, b)
         return np.asarray(np.where(c, x, y))
 
     @staticmethod
