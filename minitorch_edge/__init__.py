@@ -23,3 +23,4 @@ from .backend import set_num_threads, get_num_threads  # noqa: F401
 from ._format import set_printoptions  # noqa: F401
 from . import nn, optim  # noqa: E402,F401  (the Layers and Optimizer tiers)
 from . import models  # noqa: E402,F401  (the model zoo)
+from .utils.serialization import save, load, ModelFormatError  # noqa: E402,F401
