@@ -24,3 +24,4 @@ from ._format import set_printoptions  # noqa: F401
 from . import nn, optim  # noqa: E402,F401  (the Layers and Optimizer tiers)
 from . import models  # noqa: E402,F401  (the model zoo)
 from .utils.serialization import save, load, ModelFormatError  # noqa: E402,F401
+from . import data, train  # noqa: E402,F401  (the Trainer and Utils tiers)

@@ -1,5 +1,7 @@
 """The ``minitorch-edge`` command (also ``python -m minitorch_edge``).
 
+    minitorch-edge demo     train the small CNN on the bundled digits (the main job)
+    minitorch-edge train --config file.json   train a zoo model on a built-in dataset
     minitorch-edge info     version, active backend, built native kernels, CPU features
 """
 import argparse
@@ -52,10 +54,29 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="minitorch-edge",
                                      description="minitorch_edge command-line tools")
     sub = parser.add_subparsers(dest="command")
+    from .demo import DEFAULTS
+    demo = sub.add_parser("demo", help="train SmallCNN on the bundled 8x8 digits, save, reload")
+    demo.add_argument("--out", default=DEFAULTS["out"], help="output folder (default runs/demo)")
+    demo.add_argument("--epochs", type=int, default=DEFAULTS["epochs"])
+    demo.add_argument("--batch-size", type=int, default=DEFAULTS["batch_size"])
+    demo.add_argument("--lr", type=float, default=DEFAULTS["lr"])
+    demo.add_argument("--seed", type=int, default=DEFAULTS["seed"])
+    demo.add_argument("--quiet", action="store_true", help="no progress output")
+    train = sub.add_parser("train", help="train a zoo model on a built-in dataset")
+    train.add_argument("--config", required=True, help="JSON file (see demo.train_from_config)")
     sub.add_parser("info", help="version, backend, native kernels and CPU features")
     args = parser.parse_args(argv)
     if args.command == "info":
         info()
+        return 0
+    if args.command == "demo":
+        from .demo import run_demo
+        run_demo(out=args.out, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
+                 seed=args.seed, verbose=0 if args.quiet else 1)
+        return 0
+    if args.command == "train":
+        from .demo import train_from_config
+        train_from_config(args.config)
         return 0
     parser.print_help()
     return 1

@@ -4,3 +4,5 @@ Only the dependency-free pieces are imported here; modules that need an optional
 (tensorboardX, matplotlib) import it inside the functions that use it.
 """
 from .serialization import save, load, ModelFormatError  # noqa: F401
+from .logger import CSVLogger, JSONLinesLogger  # noqa: E402,F401
+from .plotting import plot_history  # noqa: E402,F401  (imports matplotlib only when called)

@@ -1,0 +1,484 @@
+"""Trainer: the training loop written once, with the pieces every project re-implements.
+
+One training step, as you would write it by hand::
+
+    model.train()
+    out = model(x); loss = loss_fn(out, y)           # loss_fn returns the batch mean
+    (loss / grad_accum_steps).backward()             # gradients add up in .grad
+    every grad_accum_steps batches:
+        clip_grad_norm_(params, grad_clip_norm)      # optional
+        optimizer.step(); optimizer.zero_grad()
+        scheduler.step()                             # only for per-step schedules (OneCycleLR)
+
+and after each epoch: validation (``evaluate``: eval mode, no_grad), the per-epoch scheduler
+step (``ReduceLROnPlateau`` gets the monitored value), callbacks, loggers, one progress line.
+
+Gradient accumulation: k micro-batches of size b with the loss divided by k give the gradient
+of the mean loss over k*b samples, so the update equals one step on the large batch. When an
+epoch ends with fewer than k pending micro-batches, their gradients are rescaled to a mean over
+the ones present and the optimizer steps once more (each micro-batch counts equally).
+
+Counters: ``epoch`` is the number of finished epochs (printed and logged from 1);
+``global_step`` counts training batches over all epochs. ``fit(epochs=N)`` trains until N epochs
+are finished (as Keras's ``epochs`` and Lightning's ``max_epochs``), so a resumed run passes the
+same N as the original one.
+
+Checkpoints (``save_checkpoint``) hold the model, optimizer and scheduler state, the counters,
+History, the callbacks' state and every random number generator (minitorch_edge's default one,
+numpy's global one, Python's ``random``), taken at the end of an epoch. ``fit(resume_from=path)``
+restores all of it and continues with the next epoch; the losses that follow equal, bit for bit,
+those of a run that was never interrupted (a DataLoader that shuffles draws its order from the
+default generator when its iterator is created, so the order is restored too).
+"""
+import copy
+import math
+import os
+import random
+import time
+import warnings
+
+import numpy as np
+
+from .callbacks import Callback, History, ModelCheckpoint
+from .metrics import Metric, RunningMean, get_metric
+from .progress import Progress
+
+__all__ = ["Trainer", "NonFiniteLossError"]
+
+
+class NonFiniteLossError(FloatingPointError, RuntimeError):
+    """The loss became nan or inf; the message names the epoch and step. Catch it as
+    FloatingPointError or RuntimeError."""
+
+
+def _number(value):
+    return float(value.item() if hasattr(value, "item") else value)
+
+
+def _first_dim(x):
+    shape = getattr(x, "shape", None)
+    if shape is not None and len(shape) > 0:
+        return int(shape[0])
+    try:
+        return len(x)
+    except TypeError:
+        return 1
+
+
+# ---- random number generators ------------------------------------------------------------------
+def rng_state():
+    """The state of every RNG training may draw from, as tensors and JSON-able values."""
+    from ..random import default_generator
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    version, internal, gauss_next = random.getstate()
+    return {"minitorch_edge": default_generator.get_state(),
+            "numpy": {"bit_generator": kind, "key": [int(k) for k in keys], "pos": int(pos),
+                      "has_gauss": int(has_gauss), "cached_gaussian": float(cached)},
+            "python": {"version": int(version), "internal": [int(v) for v in internal],
+                       "gauss_next": gauss_next}}
+
+
+def set_rng_state(state):
+    """Restore what ``rng_state()`` returned."""
+    from ..random import default_generator
+    default_generator.set_state(state["minitorch_edge"])
+    n = state["numpy"]
+    np.random.set_state((n["bit_generator"], np.asarray(n["key"], dtype=np.uint32), int(n["pos"]),
+                         int(n["has_gauss"]), float(n["cached_gaussian"])))
+    p = state["python"]
+    random.setstate((int(p["version"]), tuple(int(v) for v in p["internal"]), p["gauss_next"]))
+
+
+def seed_everything(seed):
+    """Seed minitorch_edge's default generator, numpy's global RNG and Python's ``random``."""
+    from ..random import manual_seed
+    manual_seed(seed)
+    random.seed(seed)
+
+
+class Trainer:
+    """Fit a model with an optimizer and a loss, with metrics, callbacks, loggers, checkpoints.
+
+    Args:
+        model: an ``nn.Module``. optimizer: an ``optim.Optimizer`` over its parameters.
+        loss_fn: ``loss_fn(output, target)`` returning the batch's mean loss (a scalar Tensor).
+        scheduler: an LR scheduler, stepped once per epoch, or once per optimizer step when
+            ``scheduler_interval="step"`` (the default for OneCycleLR and CyclicLR);
+            ``ReduceLROnPlateau`` is stepped with the epoch's ``scheduler_monitor`` value.
+        metrics: names ("accuracy", "top5_accuracy"), functions ``fn(output, target)``, Metric
+            objects, or a dict name -> any of those. Logged for training and (``val_``) validation.
+        callbacks: Callback objects (History is always added; ``trainer.history``).
+        loggers: objects with ``log_metrics(dict, step)``, given each epoch's logs with
+            ``step=epoch``. None: a ``CSVLogger(log_dir/metrics.csv)`` when ``log_dir`` is set,
+            else none. That default file is the run's own: rows past the epoch a fit starts
+            from are dropped (all of them for a fresh run, those after the checkpoint on resume).
+        grad_clip_norm: clip the gradients' total 2-norm to this before each optimizer step.
+        grad_accum_steps: micro-batches per optimizer step (see the file header).
+        seed: seed minitorch_edge, numpy and ``random`` now (build the model after your own
+            ``manual_seed`` for a reproducible initialisation).
+        verbose: 0 silent, 1 a progress bar on a terminal (plain lines otherwise), 2 lines.
+        log_dir: folder for the default CSV logger.
+
+    Batches are ``(inputs, targets, ...)`` tuples or lists; override ``unpack_batch`` for other
+    layouts.
+    """
+
+    def __init__(self, model, optimizer, loss_fn, scheduler=None, metrics=("accuracy",),
+                 callbacks=(), loggers=None, grad_clip_norm=None, grad_accum_steps=1, seed=None,
+                 verbose=1, log_dir=None, scheduler_interval=None, scheduler_monitor="val_loss"):
+        if not (hasattr(model, "parameters") and hasattr(model, "train") and callable(model)):
+            raise TypeError(f"Trainer: model must be an nn.Module, got {type(model).__name__}")
+        if not (hasattr(optimizer, "step") and hasattr(optimizer, "zero_grad")):
+            raise TypeError(f"Trainer: optimizer must be an optim.Optimizer, got "
+                            f"{type(optimizer).__name__}")
+        if not callable(loss_fn):
+            raise TypeError(f"Trainer: loss_fn must be callable (output, target) -> loss, got "
+                            f"{type(loss_fn).__name__}")
+        if not isinstance(grad_accum_steps, int) or grad_accum_steps < 1:
+            raise ValueError(f"Trainer: grad_accum_steps must be an int >= 1, got "
+                             f"{grad_accum_steps!r}")
+        if grad_clip_norm is not None and not float(grad_clip_norm) > 0:
+            raise ValueError(f"Trainer: grad_clip_norm must be > 0 or None, got {grad_clip_norm!r}")
+        if verbose not in (0, 1, 2, False, True):
+            raise ValueError(f"Trainer: verbose must be 0, 1 or 2, got {verbose!r}")
+        self.model, self.optimizer, self.loss_fn, self.scheduler = model, optimizer, loss_fn, \
+            scheduler
+        self.grad_clip_norm = None if grad_clip_norm is None else float(grad_clip_norm)
+        self.grad_accum_steps = grad_accum_steps
+        self.verbose = int(verbose)
+        self.log_dir = None if log_dir is None else os.fspath(log_dir)
+        self.scheduler_interval = self._interval(scheduler, scheduler_interval)
+        self.scheduler_monitor = scheduler_monitor
+        self._metric_specs = self._parse_metrics(metrics)
+        self.history = History()
+        self.callbacks = list(callbacks)
+        for cb in self.callbacks:
+            if not isinstance(cb, Callback):
+                raise TypeError(f"Trainer: callbacks must be Callback objects, got "
+                                f"{type(cb).__name__}")
+        self._own_log = None
+        if loggers is None:
+            loggers = []
+            if self.log_dir is not None:
+                from ..utils.logger import CSVLogger
+                self._own_log = CSVLogger(os.path.join(self.log_dir, "metrics.csv"),
+                                          step_key="epoch")
+                loggers = [self._own_log]
+        self.loggers = list(loggers)
+        for lg in self.loggers:
+            if not callable(getattr(lg, "log_metrics", None)):
+                raise TypeError(f"Trainer: a logger needs a log_metrics(metrics, step) method; "
+                                f"got {type(lg).__name__}")
+        self.epoch = 0
+        self.global_step = 0
+        self.epochs = None
+        self.should_stop = False
+        self._progress = None
+        if seed is not None:
+            seed_everything(seed)
+
+    # ---- configuration helpers --------------------------------------------------------------
+    @staticmethod
+    def _interval(scheduler, interval):
+        if interval is None:
+            from ..optim.lr_scheduler import CyclicLR, OneCycleLR
+            return "step" if isinstance(scheduler, (OneCycleLR, CyclicLR)) else "epoch"
+        if interval not in ("epoch", "step"):
+            raise ValueError(f"Trainer: scheduler_interval must be 'epoch', 'step' or None, got "
+                             f"{interval!r}")
+        return interval
+
+    @property
+    def _plateau(self):
+        return getattr(self.scheduler, "_needs_metrics", False)
+
+    @staticmethod
+    def _parse_metrics(metrics):
+        if metrics is None:
+            return []
+        items = metrics.items() if isinstance(metrics, dict) else \
+            [(None, m) for m in ([metrics] if isinstance(metrics, str) else metrics)]
+        specs = []
+        for name, spec in items:
+            if name is None:
+                name = spec if isinstance(spec, str) else \
+                    getattr(spec, "__name__", type(spec).__name__.lower())
+            get_metric(spec, name)                     # validate now, not mid-epoch
+            specs.append((str(name), spec))
+        names = [n for n, _ in specs]
+        if len(set(names)) != len(names) or {"loss", "lr"} & set(names):
+            raise ValueError(f"Trainer: metric names must be unique and not 'loss'/'lr', got "
+                             f"{names}; pass a dict name -> metric")
+        return specs
+
+    def _new_metrics(self):
+        """Fresh metric objects (a Metric instance given by the user is copied, not shared)."""
+        return {name: get_metric(copy.deepcopy(spec) if isinstance(spec, Metric) else spec, name)
+                for name, spec in self._metric_specs}
+
+    def _ordered_callbacks(self):
+        """User callbacks, then History, then checkpoint writers (see callbacks.py)."""
+        ckpt = [cb for cb in self.callbacks if isinstance(cb, ModelCheckpoint)]
+        rest = [cb for cb in self.callbacks if not isinstance(cb, ModelCheckpoint)]
+        return rest + [self.history] + ckpt
+
+    def _call(self, hook, *args):
+        for cb in self._ordered_callbacks():
+            getattr(cb, hook)(self, *args)
+
+    def _print(self, text):
+        if self._progress is not None:
+            self._progress.write(text)
+        elif self.verbose:
+            print(text, flush=True)
+
+    def _lr(self):
+        return _number(self.optimizer.param_groups[0]["lr"])
+
+    def _params(self):
+        return [p for group in self.optimizer.param_groups for p in group["params"]]
+
+    def unpack_batch(self, batch):
+        """``(inputs, targets)`` from one batch: the first two items of a tuple or list."""
+        if isinstance(batch, (tuple, list)) and len(batch) >= 2:
+            return batch[0], batch[1]
+        raise TypeError(f"Trainer: a batch must be an (inputs, targets) tuple or list, got "
+                        f"{type(batch).__name__}" + (f" of length {len(batch)}"
+                                                     if isinstance(batch, (tuple, list)) else "")
+                        + "; subclass Trainer and override unpack_batch for other layouts")
+
+    # ---- fit ----------------------------------------------------------------------------------
+    def fit(self, train_loader, val_loader=None, epochs=1, resume_from=None):
+        """Train until ``epochs`` epochs are finished (or a callback stops it); validate on
+        ``val_loader`` after each epoch. ``resume_from``: a checkpoint file to continue from.
+        Returns the History."""
+        if not isinstance(epochs, int) or epochs < 1:
+            raise ValueError(f"fit: epochs must be an int >= 1, got {epochs!r}")
+        if self._plateau and self.scheduler_interval == "epoch" and val_loader is None \
+                and str(self.scheduler_monitor).startswith("val_"):
+            raise ValueError(f"fit: ReduceLROnPlateau monitors {self.scheduler_monitor!r} but no "
+                             f"val_loader was given; pass one, or "
+                             f"Trainer(scheduler_monitor='loss')")
+        if resume_from is not None:
+            self.load_checkpoint(resume_from)
+        if self.epoch >= epochs:
+            warnings.warn(f"fit: {self.epoch} epochs are already finished and epochs={epochs} is "
+                          f"the final epoch count (as Keras/Lightning); nothing to do. Pass "
+                          f"epochs={self.epoch + epochs} to train {epochs} more.", stacklevel=2)
+        if self._own_log is not None:     # the default log holds this run's epochs only
+            self._own_log.truncate(self.epoch)
+        self.epochs = epochs
+        self.should_stop = False
+        self._progress = Progress(self.verbose)
+        try:
+            self._call("on_fit_start")
+            while self.epoch < epochs and not self.should_stop:
+                self._run_epoch(train_loader, val_loader)
+            self._call("on_fit_end")
+        finally:
+            self._progress.close()
+            self._progress = None
+            for lg in self.loggers:
+                close = getattr(lg, "close", None)
+                if close is not None:
+                    close()
+        return self.history
+
+    def _run_epoch(self, train_loader, val_loader):
+        epoch, started = self.epoch + 1, time.perf_counter()
+        self._call("on_epoch_start", {"epoch": epoch})
+        self.model.train()
+        self.optimizer.zero_grad()
+        metrics, loss_mean = self._new_metrics(), RunningMean()
+        try:
+            total = len(train_loader)
+        except TypeError:
+            total = None
+        self._progress.start_epoch(epoch, self.epochs, total)
+        pending, lr = 0, self._lr()
+        for step, batch in enumerate(train_loader, 1):
+            inputs, target = self.unpack_batch(batch)
+            self._call("on_batch_start", step, {"epoch": epoch})
+            lr = self._lr()
+            output = self.model(inputs)
+            loss = self.loss_fn(output, target)
+            value = self._loss_value(loss)
+            self.global_step += 1
+            if not math.isfinite(value):
+                raise NonFiniteLossError(
+                    f"loss is {value} at epoch {epoch}, step {step} (global step "
+                    f"{self.global_step}); training stopped before this batch's update. Lower the "
+                    f"learning rate, set grad_clip_norm, or check this batch's inputs and targets "
+                    f"for nan/inf")
+            (loss if self.grad_accum_steps == 1 else loss / self.grad_accum_steps).backward()
+            pending += 1
+            if pending == self.grad_accum_steps:
+                self._optimizer_step()
+                pending = 0
+            n = _first_dim(target)
+            loss_mean.update(value, n)
+            detached = output.detach() if hasattr(output, "detach") else output
+            for m in metrics.values():
+                m.update(detached, target)
+            self._call("on_batch_end", step, {"loss": value, "batch_size": n, "lr": lr})
+            self._progress.update({"loss": loss_mean.compute(),
+                                   **{k: m.compute() for k, m in metrics.items()}, "lr": lr})
+        if loss_mean.count == 0:
+            raise ValueError(f"fit: train_loader yielded no batches in epoch {epoch} (an empty "
+                             f"dataset, or drop_last=True with fewer samples than batch_size?)")
+        if pending:
+            scale = self.grad_accum_steps / pending
+            for p in self._params():
+                if p.grad is not None:
+                    p.grad._data = p.grad._data * p.grad._data.dtype.type(scale)
+            self._optimizer_step()
+        logs = {"epoch": epoch, "loss": loss_mean.compute()}
+        logs.update({k: m.compute() for k, m in metrics.items()})
+        if val_loader is not None:
+            val_logs = {"val_" + k: v for k, v in self.evaluate(val_loader).items()}
+            self._call("on_validation_end", val_logs)
+            logs.update(val_logs)
+        logs["lr"] = lr
+        printed = list(logs)
+        if self.scheduler is not None and self.scheduler_interval == "epoch":
+            if self._plateau:
+                if self.scheduler_monitor not in logs:
+                    raise RuntimeError(f"fit: ReduceLROnPlateau monitors "
+                                       f"{self.scheduler_monitor!r}, which is not in the epoch "
+                                       f"logs ({', '.join(k for k in logs if k != 'epoch')})")
+                self.scheduler.step(logs[self.scheduler_monitor])
+            else:
+                self.scheduler.step()
+        self.epoch = epoch
+        self._call("on_epoch_end", logs)
+        metrics_only = {k: v for k, v in logs.items() if k != "epoch"}
+        for lg in self.loggers:
+            lg.log_metrics(metrics_only, step=epoch)
+        self._progress.end_epoch(epoch, self.epochs, logs, printed,
+                                 time.perf_counter() - started)
+
+    def _loss_value(self, loss):
+        numel = loss.numel() if hasattr(loss, "numel") else None
+        if numel != 1 or not hasattr(loss, "backward"):
+            what = f"a tensor of shape {tuple(loss.shape)}" if numel is not None \
+                else type(loss).__name__
+            raise ValueError(f"Trainer: loss_fn returned {what}; it must return a one-element "
+                             f"Tensor (use reduction='mean')")
+        return _number(loss)
+
+    def _optimizer_step(self):
+        if self.grad_clip_norm is not None:
+            from ..nn.utils import clip_grad_norm_
+            clip_grad_norm_(self._params(), self.grad_clip_norm)
+        self.optimizer.step()
+        self.optimizer.zero_grad()
+        if self.scheduler is not None and self.scheduler_interval == "step":
+            if self._plateau:
+                raise ValueError("Trainer: ReduceLROnPlateau cannot step per batch; use "
+                                 "scheduler_interval='epoch'")
+            self.scheduler.step()
+
+    # ---- evaluate / predict -------------------------------------------------------------------
+    def evaluate(self, loader):
+        """The mean loss and the metrics over ``loader`` (eval mode, no gradients; the model's
+        mode is restored afterwards). Returns ``{"loss": ..., "<metric>": ...}``."""
+        from ..autograd.grad_mode import no_grad
+        was_training = self.model.training
+        metrics, loss_mean = self._new_metrics(), RunningMean()
+        self.model.eval()
+        try:
+            with no_grad():
+                for batch in loader:
+                    inputs, target = self.unpack_batch(batch)
+                    output = self.model(inputs)
+                    loss_mean.update(self._loss_value(self.loss_fn(output, target)),
+                                     _first_dim(target))
+                    for m in metrics.values():
+                        m.update(output, target)
+        finally:
+            self.model.train(was_training)
+        return {"loss": loss_mean.compute(), **{k: m.compute() for k, m in metrics.items()}}
+
+    def predict(self, loader):
+        """The model's outputs for every batch of ``loader``, concatenated along dim 0 (eval
+        mode, no gradients). A batch is the inputs themselves or a tuple/list whose first item
+        is. A model returning a tuple gives a tuple of concatenated tensors."""
+        from ..autograd.grad_mode import no_grad
+        from ..tensor import Tensor
+        was_training = self.model.training
+        outputs = []
+        self.model.eval()
+        try:
+            with no_grad():
+                for batch in loader:
+                    inputs = batch[0] if isinstance(batch, (tuple, list)) else batch
+                    outputs.append(self.model(inputs))
+        finally:
+            self.model.train(was_training)
+        if not outputs:
+            raise ValueError("predict: the loader yielded no batches")
+
+        def cat(parts):
+            return Tensor._make(np.concatenate([p._data for p in parts], axis=0))
+        if isinstance(outputs[0], (tuple, list)):
+            return tuple(cat([o[i] for o in outputs]) for i in range(len(outputs[0])))
+        return cat(outputs)
+
+    # ---- checkpoints --------------------------------------------------------------------------
+    def _callback_keys(self):
+        """A stable name per stateful callback: its class name, numbered when repeated."""
+        seen, keys = {}, []
+        for cb in self.callbacks:
+            name = type(cb).__name__
+            seen[name] = seen.get(name, 0) + 1
+            keys.append((f"{name}_{seen[name]}" if seen[name] > 1 else name, cb))
+        return keys
+
+    def state_dict(self):
+        """The checkpoint as a nested dict of tensors and JSON-able values."""
+        callbacks = {key: cb.state_dict() for key, cb in self._callback_keys()}
+        return {"model": self.model.state_dict(),
+                "optimizer": self.optimizer.state_dict(),
+                "scheduler": None if self.scheduler is None else self.scheduler.state_dict(),
+                "epoch": self.epoch, "global_step": self.global_step,
+                "rng": rng_state(),
+                "history": self.history.state_dict(),
+                "callbacks": {k: v for k, v in callbacks.items() if v}}
+
+    def load_state_dict(self, state_dict):
+        """Restore everything ``state_dict()`` holds, RNG states included."""
+        missing = [k for k in ("model", "optimizer", "epoch", "global_step", "rng")
+                   if k not in state_dict]
+        if missing:
+            raise ValueError(f"Trainer: not a Trainer checkpoint (missing {', '.join(missing)}); "
+                             f"a weights-only file loads with "
+                             f"model.load_state_dict(minitorch_edge.load(path))")
+        self.model.load_state_dict(state_dict["model"])
+        self.optimizer.load_state_dict(state_dict["optimizer"])
+        sched = state_dict.get("scheduler")
+        if self.scheduler is not None:
+            if sched is None:
+                warnings.warn("Trainer: the checkpoint has no scheduler state; the scheduler "
+                              "starts from its current state", stacklevel=3)
+            else:
+                self.scheduler.load_state_dict(sched)
+        self.epoch = int(state_dict["epoch"])
+        self.global_step = int(state_dict["global_step"])
+        if state_dict.get("history") is not None:
+            self.history.load_state_dict(state_dict["history"])
+        saved = state_dict.get("callbacks") or {}
+        for key, cb in self._callback_keys():
+            if key in saved:
+                cb.load_state_dict(saved[key])
+        set_rng_state(state_dict["rng"])
+
+    def save_checkpoint(self, path):
+        """Write ``state_dict()`` to ``path`` with ``minitorch_edge.save`` (atomic, no pickle)."""
+        from ..utils.serialization import save
+        save(self.state_dict(), path)
+
+    def load_checkpoint(self, path):
+        """Read a file written by ``save_checkpoint`` and restore it (``fit`` continues with
+        the next epoch)."""
+        from ..utils.serialization import load
+        self.load_state_dict(load(path))
