@@ -12,6 +12,7 @@ it needs two things setuptools cannot express declaratively:
 
 Set MTE_NO_EXTENSION=1 to skip the extension on purpose.
 """
+import glob
 import os
 import platform
 import sys
@@ -23,21 +24,24 @@ from setuptools.command.build_ext import build_ext
 HERE = os.path.dirname(os.path.abspath(__file__))
 NATIVE = "native"
 
-COMMON_SOURCES = [
-    "src/core.c",
-    "src/cpu.c",
-    "src/arena.c",
-    "src/gemm.c",
-    "src/arch/generic/sgemm_kernel.c",
-]
+
+def _sources(*patterns):
+    """Sources under native/ matching the patterns, relative to native/, sorted."""
+    found = []
+    for pattern in patterns:
+        found += glob.glob(os.path.join(HERE, NATIVE, pattern))
+    return sorted(os.path.relpath(f, os.path.join(HERE, NATIVE)) for f in found)
+
+
+# every .c in src/ and src/arch/generic/ is portable; a kernel is added by adding a file
+COMMON_SOURCES = _sources("src/*.c", "src/arch/generic/*.c")
+AVX2_FLAGS = ["-mavx2", "-mfma"]
+AVX512_FLAGS = ["-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl", "-mfma"]
 # machine -> [(source, extra flags)]; a machine not listed gets the portable kernels only
 ISA_SOURCES = {
-    "x86_64": [
-        ("src/arch/x86_avx2/sgemm_kernel.c", ["-mavx2", "-mfma"]),
-        ("src/arch/x86_avx512/sgemm_kernel.c",
-         ["-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl", "-mfma"]),
-    ],
-    "aarch64": [("src/arch/arm_neon/sgemm_kernel.c", [])],
+    "x86_64": [(s, AVX2_FLAGS) for s in _sources("src/arch/x86_avx2/*.c")] +
+              [(s, AVX512_FLAGS) for s in _sources("src/arch/x86_avx512/*.c")],
+    "aarch64": [(s, []) for s in _sources("src/arch/arm_neon/*.c")],
 }
 MACHINE_ALIASES = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}
 # MTE_EMBEDDED: libmte's symbols stay private to the extension module
@@ -135,7 +139,7 @@ def extensions():
         return []
     ext = Pybind11Extension(
         "minitorch_edge._C",
-        [os.path.join(NATIVE, "bindings", "module.cpp")],
+        [os.path.join(NATIVE, b) for b in _sources("bindings/*.cpp")],
         include_dirs=[os.path.join(NATIVE, "include")],
         define_macros=[("MTE_EMBEDDED", "1")],
         cxx_std=17,

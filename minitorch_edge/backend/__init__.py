@@ -37,8 +37,9 @@ def use(name):
                       "backend", RuntimeWarning, stacklevel=2)
     _native = native
     _active = "native" if native is not None else "numpy"
+    available = getattr(native, "AVAILABLE_KERNELS", ()) if native is not None else ()
     for kernel in KERNELS:
-        impl = getattr(native, kernel, None) if native is not None else None
+        impl = getattr(native, kernel) if kernel in available else None
         globals()[kernel] = impl if impl is not None else getattr(numpy_backend, kernel)
 
 

@@ -105,3 +105,12 @@ def set_num_threads(n):
 
 def get_num_threads():
     return _C.get_num_threads()
+
+
+# Kernel families in their own modules (conv, depthwise, winograd, pooling): each defines only
+# the functions its built kernels cover, lists them in KERNELS, and is merged in here.
+from . import native_conv as _native_conv  # noqa: E402
+
+for _name in _native_conv.KERNELS:
+    globals()[_name] = getattr(_native_conv, _name)
+AVAILABLE_KERNELS = AVAILABLE_KERNELS | _native_conv.KERNELS
