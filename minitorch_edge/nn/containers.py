@@ -132,7 +132,43 @@ class ModuleList(Module):
         raise NotImplementedError("ModuleList has no forward(); iterate over it instead")
 
 
-class ModuleDict(Module):
+class _MappingMixin:
+    """dict-like access to one of the module's tables (`_table` names it)."""
+    _table = "_modules"
+
+    def _entries(self):
+        return self.__dict__[self._table]
+
+    def __delitem__(self, key):
+        del self._entries()[key]
+
+    def __len__(self):
+        return len(self._entries())
+
+    def __iter__(self):
+        return iter(self._entries())
+
+    def __contains__(self, key):
+        return key in self._entries()
+
+    def keys(self):
+        return self._entries().keys()
+
+    def items(self):
+        return self._entries().items()
+
+    def values(self):
+        return self._entries().values()
+
+    def pop(self, key):
+        return self._entries().pop(key)
+
+    def update(self, entries):
+        for k, v in (entries.items() if hasattr(entries, "items") else entries):
+            self[k] = v
+
+
+class ModuleDict(_MappingMixin, Module):
     """An ordered dict of modules."""
 
     def __init__(self, modules=None):
@@ -146,37 +182,8 @@ class ModuleDict(Module):
     def __setitem__(self, key, module):
         self.add_module(key, module)
 
-    def __delitem__(self, key):
-        del self._modules[key]
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules)
-
-    def __contains__(self, key):
-        return key in self._modules
-
-    def keys(self):
-        return self._modules.keys()
-
-    def items(self):
-        return self._modules.items()
-
-    def values(self):
-        return self._modules.values()
-
-    def pop(self, key):
-        return self._modules.pop(key)
-
     def clear(self):
         self._modules.clear()
-
-    def update(self, modules):
-        items = modules.items() if hasattr(modules, "items") else modules
-        for k, m in items:
-            self[k] = m
 
 
 class ParameterList(Module):
@@ -218,8 +225,9 @@ class ParameterList(Module):
                          for k, p in self._parameters.items())
 
 
-class ParameterDict(Module):
+class ParameterDict(_MappingMixin, Module):
     """An ordered dict of Parameters."""
+    _table = "_parameters"
 
     def __init__(self, parameters=None):
         super().__init__()
@@ -232,35 +240,6 @@ class ParameterDict(Module):
     def __setitem__(self, key, value):
         self.register_parameter(key, value if isinstance(value, Parameter) or value is None
                                 else Parameter(value))
-
-    def __delitem__(self, key):
-        del self._parameters[key]
-
-    def __len__(self):
-        return len(self._parameters)
-
-    def __iter__(self):
-        return iter(self._parameters)
-
-    def __contains__(self, key):
-        return key in self._parameters
-
-    def keys(self):
-        return self._parameters.keys()
-
-    def items(self):
-        return self._parameters.items()
-
-    def values(self):
-        return self._parameters.values()
-
-    def pop(self, key):
-        return self._parameters.pop(key)
-
-    def update(self, parameters):
-        items = parameters.items() if hasattr(parameters, "items") else parameters
-        for k, v in items:
-            self[k] = v
 
     def extra_repr(self):
         return "\n".join(f"({k}): Parameter containing: [{p.dtype} of size {tuple(p.shape)}]"
