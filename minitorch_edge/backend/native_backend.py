@@ -114,3 +114,9 @@ from . import native_conv as _native_conv  # noqa: E402
 for _name in _native_conv.KERNELS:
     globals()[_name] = getattr(_native_conv, _name)
 AVAILABLE_KERNELS = AVAILABLE_KERNELS | _native_conv.KERNELS
+
+from . import native_pool as _native_pool  # noqa: E402
+
+for _name in _native_pool.KERNELS:
+    globals()[_name] = getattr(_native_pool, _name)
+AVAILABLE_KERNELS = AVAILABLE_KERNELS | _native_pool.KERNELS

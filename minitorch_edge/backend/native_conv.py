@@ -1,3 +1,155 @@
-"""Native convolution kernels (being written): conv2d and its backward through libmte."""
-KERNELS = frozenset()
-__all__ = []
+"""Native convolution: conv2d and its two backward passes computed by libmte through ``_C``.
+
+Same names, signatures and results (to float32 rounding) as the numpy twins in
+numpy_backend.py; native_backend.py merges the names listed in ``KERNELS``. Which kernel runs:
+
+    depthwise 3x3, padding 1, stride 1 or 2     _C.depthwise3x3*      (when built)
+    3x3, stride 1, groups 1, symmetric padding  _C.winograd3x3        (when built, when
+                                                (inference only)      _C.winograd_should_use,
+                                                                      and grad mode is off)
+    everything else (any stride, padding, dilation, groups; 1x1 as a plain GEMM)
+                                                _C.conv2d*            im2col folded into the
+                                                                      GEMM's packing (conv.c)
+
+Winograd F(4x4, 3x3) has ~1e-5 relative error (im2col: ~4e-7); train-mode BatchNorm can
+amplify that into visibly different weight gradients, so Winograd serves inference (grad mode
+off, e.g. under ``no_grad``/``inference_mode``) and training keeps im2col + GEMM.
+
+Anything the kernels do not take (a dtype other than float32, array subclasses) goes to the
+numpy twin; float32 arrays that are not C-contiguous are copied to C order first.
+
+``conv2d_act`` is the fused form (bias and ReLU/ReLU6 applied while each output tile is still
+in cache): the backend contract's conv2d has no activation argument, so it is separate.
+"""
+import numpy as np
+
+from ..autograd.grad_mode import _State
+
+from .. import _C  # ImportError when the extension is not built
+from . import numpy_backend as _ref
+
+__all__ = ["KERNELS", "conv2d", "conv2d_act", "conv2d_backward_input",
+           "conv2d_backward_weight"]
+
+_HAVE = all(hasattr(_C, n) for n in ("conv2d", "conv2d_backward_input",
+                                      "conv2d_backward_weight"))
+KERNELS = frozenset({"conv2d", "conv2d_backward_input", "conv2d_backward_weight"}) \
+    if _HAVE else frozenset()
+
+
+def _native(*arrays):
+    """True when every array (None allowed) is a plain float32 ndarray."""
+    return all(a is None or (type(a) is np.ndarray and a.dtype == np.float32) for a in arrays)
+
+
+def _c(a):
+    return None if a is None else np.ascontiguousarray(a)
+
+
+def _geom(stride, padding, dilation):
+    return tuple(stride), tuple(padding), tuple(dilation)
+
+
+# ---- hooks into the specialised kernels (each guarded: they may not be built) -------------------
+
+def _depthwise3x3_stride(c_in, w_shape, stride, padding, dilation, groups):
+    """The stride (1 or 2) if the depthwise 3x3 kernels apply, else None."""
+    if not (groups == c_in == w_shape[0] and w_shape[1:] == (1, 3, 3)):
+        return None
+    if padding != (1, 1, 1, 1) or dilation != (1, 1) or stride not in ((1, 1), (2, 2)):
+        return None
+    return stride[0]
+
+
+def _dw_out(size, s):
+    return (size - 1) // s + 1
+
+
+def _use_winograd(x_shape, w_shape, stride, padding, dilation, groups):
+    """Winograd F(m x m, 3x3) for inference, when built and its rule says it beats im2col."""
+    if _State.enabled or not hasattr(_C, "winograd3x3") or groups != 1 or w_shape[2:] != (3, 3):
+        return False
+    if stride != (1, 1) or dilation != (1, 1):
+        return False
+    top, bottom, left, right = padding
+    if top != bottom or left != right:
+        return False
+    n, c, h, w = x_shape
+    ho, wo = h + 2 * top - 2, w + 2 * left - 2
+    if ho < 1 or wo < 1 or n == 0:
+        return False
+    if hasattr(_C, "winograd_should_use"):  # (N, C, K, H, W, pad_h, pad_w), input size
+        return bool(_C.winograd_should_use(n, c, w_shape[0], h, w, top, left))
+    # TODO: no selection rule exposed: keep im2col + GEMM rather than guess
+    return False
+
+
+# ---- the backend contract ----------------------------------------------------------------------
+
+def conv2d(x, w, bias, stride, padding, dilation, groups):
+    """numpy_backend.conv2d (same arguments and result), computed natively."""
+    if not _native(x, w, bias):
+        return _ref.conv2d(x, w, bias, stride, padding, dilation, groups)
+    stride, padding, dilation = _geom(stride, padding, dilation)
+    x, w, bias = _c(x), _c(w), _c(bias)
+    s = _depthwise3x3_stride(x.shape[1], w.shape, stride, padding, dilation, groups)
+    if s is not None and hasattr(_C, "depthwise3x3"):
+        return _C.depthwise3x3(x, w, bias, s)
+    if _use_winograd(x.shape, w.shape, stride, padding, dilation, groups):
+        return _C.winograd3x3(x, w, bias, padding[0], padding[2])
+    return _C.conv2d(x, w, bias, stride, padding, dilation, groups)
+
+
+def conv2d_act(x, w, bias, stride, padding, dilation, groups, act=None):
+    """act(conv2d(...)) with act None, "relu" or "relu6", fused into the GEMM's epilogue
+    (float32 only; other dtypes run the numpy twin and the activation after it)."""
+    if not _native(x, w, bias):
+        y = _ref.conv2d(x, w, bias, stride, padding, dilation, groups)
+        if act in ("relu", "relu6"):
+            y = np.maximum(y, 0)
+            if act == "relu6":
+                y = np.minimum(y, 6)
+        elif act not in (None, "none"):
+            raise ValueError(f"conv2d_act: act must be None, 'relu' or 'relu6', got {act!r}")
+        return y
+    stride, padding, dilation = _geom(stride, padding, dilation)
+    x, w, bias = _c(x), _c(w), _c(bias)
+    s = _depthwise3x3_stride(x.shape[1], w.shape, stride, padding, dilation, groups)
+    if s is not None and hasattr(_C, "depthwise3x3") and act in (None, "none", "relu", "relu6"):
+        return _C.depthwise3x3(x, w, bias, s, act or "none")
+    return _C.conv2d(x, w, bias, stride, padding, dilation, groups, act)
+
+
+def conv2d_backward_input(grad_y, w, x_shape, stride, padding, dilation, groups):
+    """numpy_backend.conv2d_backward_input, computed natively."""
+    if not _native(grad_y, w):
+        return _ref.conv2d_backward_input(grad_y, w, x_shape, stride, padding, dilation, groups)
+    stride, padding, dilation = _geom(stride, padding, dilation)
+    grad_y, w = _c(grad_y), _c(w)
+    x_shape = tuple(int(d) for d in x_shape)
+    s = _depthwise3x3_stride(x_shape[1], w.shape, stride, padding, dilation, groups)
+    if s is not None and hasattr(_C, "depthwise3x3_backward_input"):
+        h, wd = x_shape[2:]
+        if grad_y.shape[2:] == (_dw_out(h, s), _dw_out(wd, s)):
+            return _C.depthwise3x3_backward_input(grad_y, w, s, h, wd)
+    return _C.conv2d_backward_input(grad_y, w, x_shape, stride, padding, dilation, groups)
+
+
+def conv2d_backward_weight(grad_y, x, w_shape, stride, padding, dilation, groups):
+    """numpy_backend.conv2d_backward_weight, computed natively."""
+    if not _native(grad_y, x):
+        return _ref.conv2d_backward_weight(grad_y, x, w_shape, stride, padding, dilation, groups)
+    stride, padding, dilation = _geom(stride, padding, dilation)
+    grad_y, x = _c(grad_y), _c(x)
+    w_shape = tuple(int(d) for d in w_shape)
+    s = _depthwise3x3_stride(x.shape[1], w_shape, stride, padding, dilation, groups)
+    if s is not None and hasattr(_C, "depthwise3x3_backward_weight"):
+        h, wd = x.shape[2:]
+        if grad_y.shape[2:] == (_dw_out(h, s), _dw_out(wd, s)):
+            return _C.depthwise3x3_backward_weight(grad_y, x, s)
+    return _C.conv2d_backward_weight(grad_y, x, w_shape, stride, padding, dilation, groups)
+
+
+if not _HAVE:  # an extension built without conv: only the twin-less names stay importable
+    del conv2d, conv2d_act, conv2d_backward_input, conv2d_backward_weight
+    __all__ = ["KERNELS"]

@@ -172,7 +172,7 @@ def max_pool2d(x, kernel, stride, padding, dilation, ceil_mode):
     win = np.ascontiguousarray(view.transpose(2, 3, 0, 1, 4, 5)).reshape(kh * kw, n, c, ho, wo)
     best = win.max(axis=0)                           # NaN propagates
     arg = np.zeros(best.shape, np.int32)             # winning offset k
-    for k in range(kh * kw - 1, 0, -1):              # downwards: the first maximum wins
+    for k in range(kh * kw - 1, -1, -1):             # downwards: the first maximum wins
         arg = np.where(win[k] == best, np.int32(k), arg)
     if x.dtype.kind == "f":
         nan = np.isnan(best)

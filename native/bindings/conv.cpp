@@ -1,4 +1,233 @@
-// conv.cpp - bindings for convolution via im2col + GEMM, 1x1 convolution, fused epilogues (not yet written: registers nothing).
+// conv.cpp - bindings for 2-D convolution (im2col folded into the GEMM's packing, direct
+// 1x1 GEMM, fused bias + activation) and its two backward passes: _C.conv2d,
+// _C.conv2d_backward_input, _C.conv2d_backward_weight. Same conventions as the numpy twins
+// in minitorch_edge/backend/numpy_backend.py: NCHW, padding (top, bottom, left, right).
+#include <array>
+#include <vector>
+#include <string>
+
 #include "common.h"
 
-void mte_bind_conv(pybind11::module_ &m) { (void)m; }
+namespace {
+
+using namespace mte_py;
+
+constexpr int64_t kMaxParam = int64_t(1) << 30;
+
+// an int, or a sequence of `n` ints (n in allowed sizes), each in [lo, kMaxParam]
+std::vector<int64_t> ints(const char *op, const char *name, py::handle obj, size_t n1,
+                          size_t n2, int64_t lo) {
+  std::vector<int64_t> v;
+  auto as_int = [&](py::handle h) -> int64_t {
+    if (py::isinstance<py::bool_>(h) || !PyIndex_Check(h.ptr()))
+      throw py::type_error(std::string(op) + ": " + name +
+                           " must be an int or a tuple of ints, got " + type_name(h));
+    return py::cast<int64_t>(py::reinterpret_borrow<py::object>(h).attr("__index__")());
+  };
+  if (py::isinstance<py::sequence>(obj) && !py::isinstance<py::str>(obj)) {
+    for (auto h : py::reinterpret_borrow<py::sequence>(obj)) v.push_back(as_int(h));
+    if (v.size() != n1 && v.size() != n2) {
+      std::ostringstream s;
+      s << op << ": " << name << " must have " << n1;
+      if (n2 != n1) s << " or " << n2;
+      s << " values, got " << v.size();
+      throw py::value_error(s.str());
+    }
+  } else {
+    v.assign(n1, as_int(obj));
+  }
+  for (int64_t x : v)
+    if (x < lo || x > kMaxParam)
+      throw py::value_error(std::string(op) + ": " + name + " values must be in [" +
+                            std::to_string(lo) + ", 2**30], got " + std::to_string(x));
+  return v;
+}
+
+// fills the geometry fields of d (stride, padding, dilation, groups)
+void geometry(const char *op, mte_conv2d_desc &d, py::handle stride, py::handle padding,
+              py::handle dilation, int64_t groups) {
+  auto s = ints(op, "stride", stride, 2, 2, 1);
+  auto p = ints(op, "padding", padding, 4, 2, 0);
+  if (p.size() == 2) p = {p[0], p[0], p[1], p[1]};  // (ph, pw) -> symmetric
+  auto dl = ints(op, "dilation", dilation, 2, 2, 1);
+  if (groups < 1 || groups > kMaxParam)
+    throw py::value_error(std::string(op) + ": groups must be a positive int, got " +
+                          std::to_string(groups));
+  d.stride_h = s[0], d.stride_w = s[1];
+  d.pad_top = p[0], d.pad_bottom = p[1], d.pad_left = p[2], d.pad_right = p[3];
+  d.dilation_h = dl[0], d.dilation_w = dl[1];
+  d.groups = groups;
+}
+
+// channel counts of x (C) and w (K, C/groups) must agree with groups
+void check_channels(const char *op, int64_t C, int64_t K, int64_t Cg, int64_t groups,
+                    const std::string &x_name, const std::string &w_desc) {
+  std::ostringstream s;
+  if (C % groups || K % groups)
+    s << op << ": channels must be divisible by groups=" << groups << " (" << x_name << " has "
+      << C << ", the weight " << K << " outputs)";
+  else if (Cg * groups != C)
+    s << op << ": weight " << w_desc << " expects " << Cg * groups << " input channels ("
+      << Cg << " per group x groups=" << groups << "), but " << x_name << " has " << C;
+  if (!s.str().empty()) throw py::value_error(s.str());
+}
+
+int parse_act(py::handle act) {
+  if (act.is_none()) return MTE_ACT_NONE;
+  if (!py::isinstance<py::str>(act))
+    throw py::type_error("conv2d: act must be None, 'none', 'relu' or 'relu6', got " +
+                         type_name(act));
+  std::string a = py::cast<std::string>(act);
+  if (a == "none") return MTE_ACT_NONE;
+  if (a == "relu") return MTE_ACT_RELU;
+  if (a == "relu6") return MTE_ACT_RELU6;
+  throw py::value_error("conv2d: act must be 'none', 'relu' or 'relu6', got '" + a + "'");
+}
+
+std::array<int64_t, 4> shape4(const char *op, const char *name, py::handle obj) {
+  auto v = ints(op, name, obj, 4, 4, 0);
+  return {v[0], v[1], v[2], v[3]};
+}
+
+py::array new_array(int64_t a, int64_t b, int64_t c, int64_t e) {
+  return py::array_t<float>({static_cast<py::ssize_t>(a), static_cast<py::ssize_t>(b),
+                             static_cast<py::ssize_t>(c), static_cast<py::ssize_t>(e)});
+}
+
+py::array conv2d(py::handle x_obj, py::handle w_obj, py::handle b_obj, py::handle stride,
+                 py::handle padding, py::handle dilation, int64_t groups, py::handle act_obj) {
+  const char *op = "conv2d";
+  py::array x = checked_array(op, "x", x_obj, 4, 4);
+  py::array w = checked_array(op, "w", w_obj, 4, 4);
+  mte_conv2d_desc d{};
+  geometry(op, d, stride, padding, dilation, groups);
+  const int act = parse_act(act_obj);
+  d.batch = x.shape(0), d.in_channels = x.shape(1), d.in_h = x.shape(2), d.in_w = x.shape(3);
+  d.out_channels = w.shape(0), d.kernel_h = w.shape(2), d.kernel_w = w.shape(3);
+  check_channels(op, d.in_channels, d.out_channels, w.shape(1), groups,
+                 "x (" + shape_str(x) + ")", "(" + shape_str(w) + ")");
+  if (d.kernel_h < 1 || d.kernel_w < 1)
+    throw py::value_error("conv2d: kernel size must be at least 1x1, got weight (" +
+                          shape_str(w) + ")");
+  const float *bias = nullptr;
+  py::array b;
+  if (!b_obj.is_none()) {
+    b = checked_array(op, "bias", b_obj, 1, 1);
+    if (b.shape(0) != d.out_channels)
+      throw py::value_error("conv2d: bias has " + std::to_string(b.shape(0)) +
+                            " values, expected one per output channel (" +
+                            std::to_string(d.out_channels) + ")");
+    bias = static_cast<const float *>(b.data());
+  }
+  d.out_h = mte_conv2d_output_size(d.in_h, d.kernel_h, d.stride_h, d.pad_top, d.pad_bottom,
+                                   d.dilation_h);
+  d.out_w = mte_conv2d_output_size(d.in_w, d.kernel_w, d.stride_w, d.pad_left, d.pad_right,
+                                   d.dilation_w);
+  if (d.out_h < 0 || d.out_w < 0)
+    throw py::value_error("conv2d: the padded input (" + shape_str(x) +
+                          " plus padding) is smaller than the dilated kernel (" +
+                          shape_str(w) + ")");
+  py::array y = new_array(d.batch, d.out_channels, d.out_h, d.out_w);
+  const float *xp = static_cast<const float *>(x.data());
+  const float *wp = static_cast<const float *>(w.data());
+  float *yp = static_cast<float *>(y.mutable_data());
+  int st;
+  {
+    py::gil_scoped_release nogil;
+    st = mte_conv2d_forward(&d, xp, wp, bias, act, yp, nullptr);
+  }
+  raise_status(op, st);
+  return y;
+}
+
+py::array backward_input(py::handle gy_obj, py::handle w_obj, py::handle x_shape,
+                         py::handle stride, py::handle padding, py::handle dilation,
+                         int64_t groups) {
+  const char *op = "conv2d_backward_input";
+  py::array gy = checked_array(op, "grad_y", gy_obj, 4, 4);
+  py::array w = checked_array(op, "w", w_obj, 4, 4);
+  auto xs = shape4(op, "x_shape", x_shape);
+  mte_conv2d_desc d{};
+  geometry(op, d, stride, padding, dilation, groups);
+  d.batch = xs[0], d.in_channels = xs[1], d.in_h = xs[2], d.in_w = xs[3];
+  d.out_channels = w.shape(0), d.kernel_h = w.shape(2), d.kernel_w = w.shape(3);
+  d.out_h = gy.shape(2), d.out_w = gy.shape(3);
+  check_channels(op, d.in_channels, d.out_channels, w.shape(1), groups, "x_shape",
+                 "(" + shape_str(w) + ")");
+  if (gy.shape(0) != d.batch || gy.shape(1) != d.out_channels)
+    throw py::value_error(std::string(op) + ": grad_y (" + shape_str(gy) +
+                          ") does not match batch " + std::to_string(d.batch) + " and " +
+                          std::to_string(d.out_channels) + " output channels");
+  if (d.kernel_h < 1 || d.kernel_w < 1)
+    throw py::value_error(std::string(op) + ": kernel size must be at least 1x1");
+  py::array gx = new_array(xs[0], xs[1], xs[2], xs[3]);
+  const float *gp = static_cast<const float *>(gy.data());
+  const float *wp = static_cast<const float *>(w.data());
+  float *out = static_cast<float *>(gx.mutable_data());
+  int st;
+  {
+    py::gil_scoped_release nogil;
+    st = mte_conv2d_backward_input(&d, gp, wp, out, nullptr);
+  }
+  raise_status(op, st);
+  return gx;
+}
+
+py::array backward_weight(py::handle gy_obj, py::handle x_obj, py::handle w_shape,
+                          py::handle stride, py::handle padding, py::handle dilation,
+                          int64_t groups) {
+  const char *op = "conv2d_backward_weight";
+  py::array gy = checked_array(op, "grad_y", gy_obj, 4, 4);
+  py::array x = checked_array(op, "x", x_obj, 4, 4);
+  auto ws = shape4(op, "w_shape", w_shape);
+  mte_conv2d_desc d{};
+  geometry(op, d, stride, padding, dilation, groups);
+  d.batch = x.shape(0), d.in_channels = x.shape(1), d.in_h = x.shape(2), d.in_w = x.shape(3);
+  d.out_channels = ws[0], d.kernel_h = ws[2], d.kernel_w = ws[3];
+  d.out_h = gy.shape(2), d.out_w = gy.shape(3);
+  check_channels(op, d.in_channels, d.out_channels, ws[1], groups, "x (" + shape_str(x) + ")",
+                 "shape w_shape");
+  if (gy.shape(0) != d.batch || gy.shape(1) != d.out_channels)
+    throw py::value_error(std::string(op) + ": grad_y (" + shape_str(gy) +
+                          ") does not match x's batch " + std::to_string(d.batch) + " and " +
+                          std::to_string(d.out_channels) + " output channels");
+  if (d.kernel_h < 1 || d.kernel_w < 1)
+    throw py::value_error(std::string(op) + ": kernel size must be at least 1x1");
+  py::array gw = new_array(ws[0], ws[1], ws[2], ws[3]);
+  const float *gp = static_cast<const float *>(gy.data());
+  const float *xp = static_cast<const float *>(x.data());
+  float *out = static_cast<float *>(gw.mutable_data());
+  int st;
+  {
+    py::gil_scoped_release nogil;
+    st = mte_conv2d_backward_weight(&d, gp, xp, out, nullptr);
+  }
+  raise_status(op, st);
+  return gw;
+}
+
+}  // namespace
+
+void mte_bind_conv(pybind11::module_ &m) {
+  namespace py = pybind11;
+  m.def("conv2d", &conv2d, py::arg("x"), py::arg("w"), py::arg("bias") = py::none(),
+        py::arg("stride") = 1, py::arg("padding") = 0, py::arg("dilation") = 1,
+        py::arg("groups") = 1, py::arg("act") = py::none(),
+        "conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, act=None)\n\n"
+        "y = act(conv2d(x, w) + bias), NCHW float32 (numpy_backend.conv2d plus a fused\n"
+        "activation). x (N, C, H, W); w (O, C/groups, kh, kw); bias (O,) or None.\n"
+        "stride, dilation: int or (h, w); padding: int, (ph, pw) or (top, bottom, left,\n"
+        "right); act: None/'none', 'relu' or 'relu6', applied in the GEMM's epilogue.\n"
+        "Arrays must be C-contiguous float32. Returns (N, O, Ho, Wo).");
+  m.def("conv2d_backward_input", &backward_input, py::arg("grad_y"), py::arg("w"),
+        py::arg("x_shape"), py::arg("stride") = 1, py::arg("padding") = 0,
+        py::arg("dilation") = 1, py::arg("groups") = 1,
+        "conv2d_backward_input(grad_y, w, x_shape, stride, padding, dilation, groups)\n\n"
+        "dL/dx of conv2d (the forward of a transposed convolution), as\n"
+        "numpy_backend.conv2d_backward_input: the output size comes from grad_y.");
+  m.def("conv2d_backward_weight", &backward_weight, py::arg("grad_y"), py::arg("x"),
+        py::arg("w_shape"), py::arg("stride") = 1, py::arg("padding") = 0,
+        py::arg("dilation") = 1, py::arg("groups") = 1,
+        "conv2d_backward_weight(grad_y, x, w_shape, stride, padding, dilation, groups)\n\n"
+        "dL/dw of conv2d summed over the batch, as numpy_backend.conv2d_backward_weight.");
+}

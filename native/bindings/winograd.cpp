@@ -1,4 +1,181 @@
-// winograd.cpp - bindings for Winograd F(4x4,3x3) / F(2x2,3x3) convolution (not yet written: registers nothing).
+// winograd.cpp - bindings for Winograd F(4x4,3x3) / F(2x2,3x3) convolution (mte_winograd.h).
+//
+//   winograd_transform_weight(w, tile=4) -> U          transform once, pass U to every call
+//   winograd3x3(x, w, bias, pad_h, pad_w, U=None, tile=0) -> y
+//   winograd_tile(N, C, K, H, W, pad_h=1, pad_w=1, cached=False) / winograd_should_use(...)
+//
+// Arrays are checked (common.h), used in place, and the GIL is released while libmte runs.
 #include "common.h"
 
-void mte_bind_winograd(pybind11::module_ &m) { (void)m; }
+namespace {
+
+using namespace mte_py;
+namespace py = pybind11;
+
+std::string dims(std::initializer_list<int64_t> d) {
+  std::ostringstream s;
+  bool first = true;
+  for (int64_t v : d) s << (first ? "" : "x") << v, first = false;
+  return s.str();
+}
+
+// (K, C, 3, 3) float32 weights
+py::array checked_weight(const char *op, py::handle w_obj) {
+  py::array w = checked_array(op, "w", w_obj, 4, 4);
+  if (w.shape(2) != 3 || w.shape(3) != 3)
+    throw py::value_error(std::string(op) + ": w must have shape (K, C, 3, 3), got (" +
+                          shape_str(w) + ")");
+  return w;
+}
+
+int checked_tile(const char *op, int tile, bool allow_auto) {
+  if (tile == 2 || tile == 4 || (allow_auto && tile == 0)) return tile;
+  throw py::value_error(std::string(op) + ": tile must be " + (allow_auto ? "0 (auto), " : "") +
+                        "2 or 4, got " + std::to_string(tile));
+}
+
+py::array transform_weight(py::handle w_obj, int tile) {
+  const char *op = "winograd_transform_weight";
+  checked_tile(op, tile, false);
+  py::array w = checked_weight(op, w_obj);
+  const int64_t K = w.shape(0), C = w.shape(1), a2 = (tile + 2) * (tile + 2);
+  py::array out = py::array_t<float>(
+      {static_cast<py::ssize_t>(a2), static_cast<py::ssize_t>(C), static_cast<py::ssize_t>(K)});
+  const float *W = static_cast<const float *>(w.data());
+  float *U = static_cast<float *>(out.mutable_data());
+  int st;
+  {
+    py::gil_scoped_release nogil;
+    st = mte_winograd_transform_weight(tile, K, C, W, U);
+  }
+  raise_status(op, st);
+  return out;
+}
+
+py::array conv(py::handle x_obj, py::handle w_obj, py::handle bias_obj, int64_t pad_h,
+               int64_t pad_w, py::handle u_obj, int tile) {
+  const char *op = "winograd3x3";
+  checked_tile(op, tile, true);
+  py::array x = checked_array(op, "x", x_obj, 4, 4);
+  const int64_t N = x.shape(0), C = x.shape(1), H = x.shape(2), W = x.shape(3);
+  if (pad_h < 0 || pad_w < 0)
+    throw py::value_error(std::string(op) + ": padding must be >= 0, got (" +
+                          std::to_string(pad_h) + ", " + std::to_string(pad_w) + ")");
+  if (pad_h > (1 << 20) || pad_w > (1 << 20))
+    throw py::value_error(std::string(op) + ": padding too large");
+
+  // keep the checked arrays alive (references) while the kernel reads their pointers
+  py::array w, u, bias;
+  const float *Wp = nullptr, *Up = nullptr, *B = nullptr;
+  int64_t K = -1;
+  if (!w_obj.is_none()) {
+    w = checked_weight(op, w_obj);
+    K = w.shape(0);
+    Wp = static_cast<const float *>(w.data());
+    if (w.shape(1) != C)
+      throw py::value_error(std::string(op) + ": w has " + std::to_string(w.shape(1)) +
+                            " input channels but x has " + std::to_string(C) + " (x " +
+                            shape_str(x) + ", w " + shape_str(w) + ")");
+  }
+  if (!u_obj.is_none()) {
+    u = checked_array(op, "U", u_obj, 3, 3);
+    const int64_t a2 = u.shape(0);
+    const int ut = a2 == 36 ? 4 : a2 == 16 ? 2 : 0;
+    if (ut == 0)
+      throw py::value_error(std::string(op) + ": U must have shape (36 or 16, C, K), got (" +
+                            shape_str(u) + "); make it with winograd_transform_weight");
+    if (tile != 0 && tile != ut)
+      throw py::value_error(std::string(op) + ": U was made for tile " + std::to_string(ut) +
+                            ", but tile=" + std::to_string(tile));
+    tile = ut;
+    if (u.shape(1) != C || (K >= 0 && u.shape(2) != K))
+      throw py::value_error(std::string(op) + ": U has shape (" + shape_str(u) +
+                            "), expected (" + dims({a2, C, K >= 0 ? K : u.shape(2)}) +
+                            ") for x (" + shape_str(x) + ")");
+    K = u.shape(2);
+    Up = static_cast<const float *>(u.data());
+  }
+  if (K < 0) throw py::value_error(std::string(op) + ": give w or U (both are None)");
+  if (!bias_obj.is_none()) {
+    bias = checked_array(op, "bias", bias_obj, 1, 1);
+    if (bias.shape(0) != K)
+      throw py::value_error(std::string(op) + ": bias has " + std::to_string(bias.shape(0)) +
+                            " elements, expected " + std::to_string(K));
+    B = static_cast<const float *>(bias.data());
+  }
+  const int64_t Ho = H + 2 * pad_h - 2, Wo = W + 2 * pad_w - 2;
+  if (Ho < 1 || Wo < 1)
+    throw py::value_error(std::string(op) + ": input (" + shape_str(x) + ") with padding (" +
+                          std::to_string(pad_h) + ", " + std::to_string(pad_w) +
+                          ") is smaller than the 3x3 kernel");
+
+  py::array out = py::array_t<float>({static_cast<py::ssize_t>(N), static_cast<py::ssize_t>(K),
+                                      static_cast<py::ssize_t>(Ho), static_cast<py::ssize_t>(Wo)});
+  const float *X = static_cast<const float *>(x.data());
+  float *Y = static_cast<float *>(out.mutable_data());
+  int st;
+  {
+    py::gil_scoped_release nogil;
+    st = mte_winograd3x3(tile, N, C, H, W, K, pad_h, pad_w, X, Wp, Up, B, Y);
+  }
+  raise_status(op, st);
+  return out;
+}
+
+// output size for the rule, from input size and padding
+void out_size(const char *op, int64_t N, int64_t C, int64_t K, int64_t H, int64_t W,
+              int64_t ph, int64_t pw, int64_t *Ho, int64_t *Wo) {
+  if (N < 0 || C < 0 || K < 0 || H < 0 || W < 0 || ph < 0 || pw < 0)
+    throw py::value_error(std::string(op) + ": sizes and padding must be >= 0");
+  *Ho = H + 2 * ph - 2;
+  *Wo = W + 2 * pw - 2;
+}
+
+}  // namespace
+
+void mte_bind_winograd(pybind11::module_ &m) {
+  m.def("winograd_transform_weight", &transform_weight, py::arg("w"), py::arg("tile") = 4,
+        "winograd_transform_weight(w, tile=4) -> U\n\n"
+        "The Winograd weight transform U[xi] = (G w[k, c] G^T)[xi] for w (K, C, 3, 3)\n"
+        "float32: U has shape ((tile+2)**2, C, K) (36 for F(4x4,3x3), 16 for F(2x2,3x3)).\n"
+        "Transform once and pass U to winograd3x3 on every call.");
+  m.def("winograd3x3", &conv, py::arg("x"), py::arg("w"), py::arg("bias") = py::none(),
+        py::arg("pad_h") = 1, py::arg("pad_w") = 1, py::arg("U") = py::none(),
+        py::arg("tile") = 0,
+        "winograd3x3(x, w, bias=None, pad_h=1, pad_w=1, U=None, tile=0) -> y\n\n"
+        "3x3 convolution, stride 1, dilation 1, groups 1, by Winograd's algorithm:\n"
+        "y = conv2d(x, w, bias, padding=(pad_h, pad_w)) for x (N, C, H, W), w (K, C, 3, 3),\n"
+        "bias (K,) or None; y is (N, K, H + 2*pad_h - 2, W + 2*pad_w - 2). All float32,\n"
+        "C-contiguous. U: weights from winograd_transform_weight (then w may be None and\n"
+        "the tile is U's). tile: 4 = F(4x4,3x3), 2 = F(2x2,3x3), 0 = winograd_tile's choice\n"
+        "(with cached = U is not None).");
+  m.def("winograd_tile",
+        [](int64_t N, int64_t C, int64_t K, int64_t H, int64_t W, int64_t ph, int64_t pw,
+           bool cached) {
+          int64_t Ho, Wo;
+          out_size("winograd_tile", N, C, K, H, W, ph, pw, &Ho, &Wo);
+          return mte_winograd_tile(N, C, K, Ho, Wo, cached);
+        },
+        py::arg("N"), py::arg("C"), py::arg("K"), py::arg("H"), py::arg("W"),
+        py::arg("pad_h") = 1, py::arg("pad_w") = 1, py::arg("cached") = false,
+        "winograd_tile(N, C, K, H, W, pad_h=1, pad_w=1, cached=False) -> 4, 2 or 0\n\n"
+        "The Winograd tile the documented rule picks for a 3x3 stride-1 conv of an (N, C, H, W)\n"
+        "input to K channels (0 if the output is empty). cached: the weights are transformed\n"
+        "once (winograd_transform_weight) rather than in every call.");
+  m.def("winograd_should_use",
+        [](int64_t N, int64_t C, int64_t K, int64_t H, int64_t W, int64_t ph, int64_t pw,
+           bool cached) {
+          int64_t Ho, Wo;
+          out_size("winograd_should_use", N, C, K, H, W, ph, pw, &Ho, &Wo);
+          return mte_winograd_should_use(N, C, K, Ho, Wo, cached) != 0;
+        },
+        py::arg("N"), py::arg("C"), py::arg("K"), py::arg("H"), py::arg("W"),
+        py::arg("pad_h") = 1, py::arg("pad_w") = 1, py::arg("cached") = false,
+        "winograd_should_use(N, C, K, H, W, pad_h=1, pad_w=1, cached=False) -> bool\n\n"
+        "Whether Winograd (with winograd_tile's tile) is expected to beat im2col+GEMM for this\n"
+        "3x3 stride-1 conv; cached as for winograd_tile. The rule and its measurements are in\n"
+        "native/src/winograd.c.");
+  m.def("winograd_workspace_peak_bytes",
+        [] { return static_cast<uint64_t>(mte_winograd_workspace_peak_bytes()); },
+        "Peak bytes of the Winograd workspace (tiles, products, SGEMM packing).");
+}

@@ -218,4 +218,10 @@ MTE_API const char *mte_kernels(void);
 }
 #endif
 
+#include "mte_depthwise.h"
+
+#include "mte_conv.h"
+
+#include "mte_winograd.h"
+
 #endif /* MTE_H */

@@ -1,0 +1,142 @@
+"""Native pooling kernels: the numpy twins' max_pool2d, max_pool2d_backward, avg_pool2d and
+avg_pool2d_backward, computed by libmte (native/src/pool.c) through ``_C``.
+
+Each function has exactly the twin's name, signature and result (max pooling bit for bit,
+indices included; average pooling to float32 rounding). The native kernel takes float32 input
+with PyTorch's window rules (padding at most half the kernel); anything else -- other dtypes,
+array-likes, parameters the twin accepts but PyTorch does not -- goes to the numpy twin, so
+behaviour never differs. Arrays that are not C-contiguous are copied once.
+
+Only the functions whose kernels ``_C`` has are defined and listed in ``KERNELS``;
+native_backend merges them in.
+"""
+import operator
+
+import numpy as np
+
+from . import numpy_backend as _np_backend
+
+try:
+    from .. import _C
+except ImportError:  # extension not built: nothing to offer
+    _C = None
+
+__all__ = []
+_NAMES = ("max_pool2d", "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward")
+KERNELS = frozenset(n for n in _NAMES if _C is not None and hasattr(_C, n))
+
+
+def _pair(v):
+    """(a, b) of Python ints, or None if v is not a 2-sequence of integers."""
+    try:
+        if len(v) != 2:
+            return None
+        a, b = v
+        if isinstance(a, (bool, np.bool_)) or isinstance(b, (bool, np.bool_)):
+            return None
+        return operator.index(a), operator.index(b)
+    except TypeError:
+        return None
+
+
+def _window(kernel, stride, padding, dilation=(1, 1)):
+    """The four pairs if the native kernel takes them (PyTorch's rules), else None."""
+    k, s, p, d = _pair(kernel), _pair(stride), _pair(padding), _pair(dilation)
+    if None in (k, s, p, d):
+        return None
+    if min(k + s + d) < 1 or max(k + s + d) > 2**30:
+        return None
+    if any(pi < 0 or pi > ki // 2 for pi, ki in zip(p, k)):
+        return None
+    return k, s, p, d
+
+
+def _f32(x, ndim=4):
+    """x as a C-contiguous float32 array the kernels take, or None."""
+    if type(x) is not np.ndarray or x.dtype != np.float32 or x.ndim != ndim:
+        return None
+    return np.ascontiguousarray(x)
+
+
+def _shape4(x_shape):
+    try:
+        s = tuple(operator.index(v) for v in x_shape)
+    except TypeError:
+        return None
+    return s if len(s) == 4 and min(s) >= 0 else None
+
+
+def _divisor(divisor_override):
+    """None (no override) or a nonzero int; False when the native kernel cannot take it."""
+    if not divisor_override:  # the twin's own test: None and 0 mean no override
+        return None
+    if isinstance(divisor_override, (bool, np.bool_)):
+        return False
+    try:
+        d = operator.index(divisor_override)
+    except TypeError:
+        return False
+    return d if abs(d) < 2**62 else False
+
+
+if "max_pool2d" in KERNELS:
+    def max_pool2d(x, kernel, stride, padding, dilation, ceil_mode):
+        """numpy_backend.max_pool2d on libmte: (y, int64 flat h*W + w indices)."""
+        xc, win = _f32(x), _window(kernel, stride, padding, dilation)
+        if xc is not None and win is not None:
+            (kh, kw), (sh, sw), (ph, pw), (dh, dw) = win
+            n, c, h, w = xc.shape
+            ho = _np_backend.pool_output_size(h, kh, sh, ph, dh, bool(ceil_mode))
+            wo = _np_backend.pool_output_size(w, kw, sw, pw, dw, bool(ceil_mode))
+            if ho >= 0 and wo >= 0 and (h > 0 and w > 0 or n * c * ho * wo == 0):
+                return _C.max_pool2d(xc, win[0], win[1], win[2], win[3], bool(ceil_mode))
+        return _np_backend.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode)
+
+    __all__.append("max_pool2d")
+
+
+if "max_pool2d_backward" in KERNELS:
+    def max_pool2d_backward(grad_y, indices, x_shape):
+        """numpy_backend.max_pool2d_backward on libmte (an index outside its plane raises
+        ValueError)."""
+        gy, shape = _f32(grad_y), _shape4(x_shape)
+        if (gy is not None and shape is not None and type(indices) is np.ndarray
+                and indices.dtype == np.int64 and indices.shape == gy.shape
+                and shape[:2] == gy.shape[:2]):
+            return _C.max_pool2d_backward(gy, np.ascontiguousarray(indices), shape)
+        return _np_backend.max_pool2d_backward(grad_y, indices, x_shape)
+
+    __all__.append("max_pool2d_backward")
+
+
+if "avg_pool2d" in KERNELS:
+    def avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
+        """numpy_backend.avg_pool2d on libmte."""
+        xc, win, div = _f32(x), _window(kernel, stride, padding), _divisor(divisor_override)
+        if xc is not None and win is not None and div is not False:
+            (kh, kw), (sh, sw), (ph, pw), _ = win
+            ho = _np_backend.pool_output_size(xc.shape[2], kh, sh, ph, 1, bool(ceil_mode))
+            wo = _np_backend.pool_output_size(xc.shape[3], kw, sw, pw, 1, bool(ceil_mode))
+            if ho >= 0 and wo >= 0:
+                return _C.avg_pool2d(xc, win[0], win[1], win[2], bool(ceil_mode),
+                                     bool(count_include_pad), div)
+        return _np_backend.avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad,
+                                      divisor_override)
+
+    __all__.append("avg_pool2d")
+
+
+if "avg_pool2d_backward" in KERNELS:
+    def avg_pool2d_backward(grad_y, x_shape, kernel, stride, padding, count_include_pad,
+                            divisor_override):
+        """numpy_backend.avg_pool2d_backward on libmte."""
+        gy, shape = _f32(grad_y), _shape4(x_shape)
+        win, div = _window(kernel, stride, padding), _divisor(divisor_override)
+        if gy is not None and shape is not None and win is not None and div is not False \
+                and shape[:2] == gy.shape[:2]:
+            return _C.avg_pool2d_backward(gy, shape, win[0], win[1], win[2],
+                                          bool(count_include_pad), div)
+        return _np_backend.avg_pool2d_backward(grad_y, x_shape, kernel, stride, padding,
+                                               count_include_pad, divisor_override)
+
+    __all__.append("avg_pool2d_backward")

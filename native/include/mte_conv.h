@@ -1,0 +1,71 @@
+/*
+ * mte_conv.h - 2-D convolution of libmte (NCHW, float32): the forward pass with a fused
+ * bias + activation epilogue, and both backward passes. Included by mte.h.
+ *
+ * Shapes (row-major, C-contiguous):
+ *   x       (batch, in_channels, in_h, in_w)
+ *   w       (out_channels, in_channels / groups, kernel_h, kernel_w)
+ *   bias    (out_channels) or NULL
+ *   y       (batch, out_channels, out_h, out_w)
+ *
+ *   y[n, o, r, s] = act(bias[o] + sum_{c in group(o), i, j}
+ *                       w[o, c, i, j] * xpad[n, c, r*stride_h + i*dilation_h,
+ *                                                s*stride_w + j*dilation_w])
+ *
+ * xpad is x with pad_top/pad_bottom zero rows and pad_left/pad_right zero columns around it
+ * (asymmetric padding allowed). The forward pass needs out_h/out_w equal to
+ * mte_conv2d_output_size(); the backward passes take them from grad_y, whatever they are
+ * (windows that fall outside xpad read zeros and their gradients are dropped), exactly as
+ * the numpy reference (minitorch_edge/backend/numpy_backend.py) does.
+ *
+ * Every function validates its descriptor (sizes >= 0, kernel/stride/dilation/groups >= 1,
+ * channels divisible by groups, each value <= 2^30, element counts that fit in memory) and
+ * returns MTE_EINVAL / MTE_EOVERFLOW before touching any buffer. Scratch memory comes from
+ * `arena` (NULL = the library's default arena), so repeated calls allocate nothing.
+ */
+#ifndef MTE_CONV_H
+#define MTE_CONV_H
+
+#include "mte.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mte_conv2d_desc {
+  int64_t batch, in_channels, in_h, in_w;
+  int64_t out_channels, kernel_h, kernel_w;
+  int64_t out_h, out_w;
+  int64_t stride_h, stride_w;
+  int64_t pad_top, pad_bottom, pad_left, pad_right;
+  int64_t dilation_h, dilation_w;
+  int64_t groups;
+} mte_conv2d_desc;
+
+/* Outputs along one dimension: floor((in + pads - dilation*(kernel-1) - 1) / stride) + 1.
+ * May be <= 0 (no window fits); returns INT64_MIN for invalid arguments. */
+MTE_API int64_t mte_conv2d_output_size(int64_t in, int64_t kernel, int64_t stride,
+                                       int64_t pad_before, int64_t pad_after,
+                                       int64_t dilation);
+
+/* y = act(conv(x, w) + bias). activation: MTE_ACT_NONE, MTE_ACT_RELU or MTE_ACT_RELU6.
+ * bias may be NULL. y must not overlap x, w or bias. */
+MTE_API int mte_conv2d_forward(const mte_conv2d_desc *d, const float *x, const float *w,
+                               const float *bias, int activation, float *y,
+                               mte_arena *arena);
+
+/* grad_x (batch, in_channels, in_h, in_w) = the adjoint of x -> conv(x, w) applied to
+ * grad_y (batch, out_channels, out_h, out_w). grad_x is overwritten (not accumulated). */
+MTE_API int mte_conv2d_backward_input(const mte_conv2d_desc *d, const float *grad_y,
+                                      const float *w, float *grad_x, mte_arena *arena);
+
+/* grad_w (out_channels, in_channels/groups, kernel_h, kernel_w) = the adjoint of
+ * w -> conv(x, w) applied to grad_y, summed over the batch; grad_w is overwritten. */
+MTE_API int mte_conv2d_backward_weight(const mte_conv2d_desc *d, const float *grad_y,
+                                       const float *x, float *grad_w, mte_arena *arena);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MTE_CONV_H */

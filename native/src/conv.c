@@ -1,0 +1,327 @@
+/*
+ * conv.c - 2-D convolution (NCHW, float32) as matrix products, im2col folded into packing.
+ *
+ * Per image n and group g a convolution is one GEMM (numpy_backend.conv2d does the same):
+ *
+ *     Y[n,g] (Kg x Ho*Wo)  =  W[g] (Kg x Cg*kh*kw)  @  cols[n,g] (Cg*kh*kw x Ho*Wo)
+ *
+ * where cols row (c,i,j), column (r,s) holds xpad[c, r*sh + i*dh, s*sw + j*dw]. Rows of the
+ * product are output channels and columns are pixels, so it *is* NCHW: no transpose after.
+ *
+ * gemm.c's blocked GEMM copies each kc x nc block of B into NR-wide panels before its
+ * microkernel reads them. Here that packing step reads straight from the image ("implicit
+ * im2col"): the cols matrix is never stored, only the block being multiplied, in cache.
+ * The microkernel and its block sizes are gemm.c's (mte__sgemm_kernel(): the active ISA's).
+ * W is packed once per call and shared by every image and thread. A 1x1 stride-1 unpadded
+ * convolution packs rows of x directly (B *is* x). With stride 1 along rows, x is first
+ * copied into zero-padded planes (when it has padding), so each output-row run of a panel
+ * is a contiguous run of the plane: copied with masked vector loads/stores and no bounds
+ * checks ("pieces"); other strides go through bounds-checked "segments". Bias and
+ * activation are applied to each finished tile while it is still in L1 (fused epilogue).
+ *
+ *   backward input:  cols = W[g]^T @ dY[n,g] one block at a time, then col2im adds every
+ *                    entry back to the pixel it was read from (channel blocks are disjoint,
+ *                    so threads never add into the same pixel)
+ *   backward weight: dW[g] = sum_n dY[n,g] @ cols[n,g]^T: one GEMM whose inner dimension
+ *                    runs over every pixel of every image; B packed from x (transposed
+ *                    im2col); each dW tile belongs to one thread and is written once
+ *
+ * Depthwise convolutions (one input channel per group, few outputs each) go to direct loops
+ * instead: a GEMM with one row per tile would waste most of an MR-tall microkernel.
+ * All scratch memory (packed W, B blocks, cols blocks) comes from one arena.
+ *
+ * This file: validation, threads, the forward pass and the direct depthwise loops;
+ * conv_backward.c: the backward passes; conv_gemm.c: packing, macro-kernel, scratch.
+ */
+#include <string.h>
+
+#include "mte_conv_internal.h"
+
+#define MAX_DIM ((int64_t)1 << 30)           /* bound on every size and parameter */
+#define PAR_MIN_WORK (128.0 * 128.0 * 128.0) /* multiply-adds below which 1 thread runs */
+
+/* ---------------------------------------------------------------- geometry, validation */
+
+int64_t mte_conv2d_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad_before,
+                               int64_t pad_after, int64_t dilation) {
+  if (in < 0 || in > MAX_DIM || kernel < 1 || kernel > MAX_DIM || stride < 1 ||
+      stride > MAX_DIM || pad_before < 0 || pad_before > MAX_DIM || pad_after < 0 ||
+      pad_after > MAX_DIM || dilation < 1 || dilation > MAX_DIM)
+    return INT64_MIN;
+  int64_t num = in + pad_before + pad_after - dilation * (kernel - 1) - 1;
+  int64_t q = num / stride;
+  if (num % stride != 0 && num < 0) --q; /* floor division, as Python's // */
+  return q + 1;
+}
+
+/* product of n non-negative factors, 0 if it exceeds the addressable float count */
+static int64_t count(int n, const int64_t *f) {
+  const int64_t lim = (int64_t)(((uint64_t)SIZE_MAX < (uint64_t)INT64_MAX ? (uint64_t)SIZE_MAX
+                                                                          : (uint64_t)INT64_MAX) /
+                                sizeof(float));
+  int64_t p = 1;
+  for (int i = 0; i < n; ++i) {
+    if (f[i] == 0) return 0;
+    if (p > lim / f[i]) return -1;
+    p *= f[i];
+  }
+  return p;
+}
+
+int mte__conv_make_geom(const mte_conv2d_desc *d, conv_geom *g) {
+  if (!d) return MTE_EINVAL;
+  const int64_t nonneg[] = {d->batch, d->in_channels, d->in_h, d->in_w, d->out_channels,
+                            d->out_h, d->out_w, d->pad_top, d->pad_bottom, d->pad_left,
+                            d->pad_right};
+  const int64_t pos[] = {d->kernel_h, d->kernel_w, d->stride_h, d->stride_w, d->dilation_h,
+                         d->dilation_w, d->groups};
+  for (size_t i = 0; i < sizeof nonneg / sizeof *nonneg; ++i)
+    if (nonneg[i] < 0 || nonneg[i] > MAX_DIM) return MTE_EINVAL;
+  for (size_t i = 0; i < sizeof pos / sizeof *pos; ++i)
+    if (pos[i] < 1 || pos[i] > MAX_DIM) return MTE_EINVAL;
+  if (d->in_channels % d->groups || d->out_channels % d->groups) return MTE_EINVAL;
+  conv_geom t = {d->batch, d->in_channels, d->in_h, d->in_w, d->out_channels, d->kernel_h,
+                 d->kernel_w, d->out_h, d->out_w, d->stride_h, d->stride_w, d->pad_top,
+                 d->pad_left, d->dilation_h, d->dilation_w, d->groups, d->pad_bottom,
+                 d->pad_right, 0, 0, 0, 0, 0, 0};
+  t.Cg = t.C / t.G;
+  t.Kg = t.K / t.G;
+  const int64_t fx[] = {t.N, t.C, t.H, t.W}, fy[] = {t.N, t.K, t.Ho, t.Wo},
+                fw[] = {t.K, t.Cg, t.kh, t.kw}, fk[] = {t.kh, t.kw}, fc[] = {t.Cg, t.kh, t.kw},
+                fo[] = {t.Ho, t.Wo}, fi[] = {t.H, t.W}, fb[] = {t.N, t.Ho, t.Wo};
+  if (count(4, fx) < 0 || count(4, fy) < 0 || count(4, fw) < 0 || count(3, fb) < 0)
+    return MTE_EOVERFLOW;
+  t.khw = count(2, fk);
+  t.KK = count(3, fc);
+  t.HW = count(2, fo);
+  t.HWi = count(2, fi);
+  if (t.khw < 0 || t.KK < 0 || t.HW < 0 || t.HWi < 0) return MTE_EOVERFLOW;
+  *g = t;
+  return MTE_OK;
+}
+
+/* threads for `work` multiply-adds spread over `items` independent work items */
+int mte__conv_threads(double work, int64_t items) {
+  int nt = mte__num_threads();
+  if (work <= PAR_MIN_WORK) nt = 1;
+  if (nt > items) nt = (int)max64(1, items);
+  return nt;
+}
+
+/* ---------------------------------------------------------------- depthwise: direct loops */
+
+/* Kernel offset (i, j) of one output row r: yr[s] (+)= wv * xpad[r*sh + i*dh][s*sw + j*dw]
+ * (fwd), or the adjoint gxrow[..] += wv * gyr[s] (bwd). Only in-bounds columns are touched. */
+static void dw_row(const conv_geom *g, int adjoint, float wv, float *yr, float *xr, int64_t j) {
+  int64_t lo, hi;
+  const int64_t iw0 = -g->pl + j * g->dw, sw = g->sw;
+  conv_clip(iw0, sw, g->W, g->Wo, &lo, &hi);
+  if (!adjoint) {
+    if (sw == 1)
+      for (int64_t s = lo; s < hi; ++s) yr[s] += wv * xr[iw0 + s];
+    else
+      for (int64_t s = lo; s < hi; ++s) yr[s] += wv * xr[iw0 + s * sw];
+  } else {
+    for (int64_t s = lo; s < hi; ++s) xr[iw0 + s * sw] += wv * yr[s];
+  }
+}
+
+static int dw_forward(const conv_geom *g, const float *x, const float *w, const float *bias,
+                      int act, float *y) {
+  const int64_t planes = g->N * g->K;
+  const int nt = mte__conv_threads((double)planes * g->HW * g->khw, planes);
+  PARALLEL
+  FOR_STATIC
+  for (int64_t t = 0; t < planes; ++t) {
+    const int64_t o = t % g->K;
+    const float *xc = x + (t / g->K * g->C + o / g->Kg) * g->HWi, *wc = w + o * g->khw;
+    float *yc = y + t * g->HW;
+    for (int64_t r = 0; r < g->Ho; ++r) {
+      float *yr = yc + r * g->Wo;
+      for (int64_t s = 0; s < g->Wo; ++s) yr[s] = bias ? bias[o] : 0.0f;
+      for (int64_t i = 0; i < g->kh; ++i) {
+        const int64_t ih = r * g->sh - g->pt + i * g->dh;
+        if (ih < 0 || ih >= g->H) continue;
+        for (int64_t j = 0; j < g->kw; ++j)
+          dw_row(g, 0, wc[i * g->kw + j], yr, (float *)(xc + ih * g->W), j);
+      }
+      mte__conv_epilogue(yr, 0, 1, g->Wo, NULL, act);
+    }
+  }
+  return MTE_OK;
+}
+
+int mte__conv_dw_backward_input(const conv_geom *g, const float *gy, const float *w,
+                                float *gx) {
+  const int64_t planes = g->N * g->C;
+  const int nt = mte__conv_threads((double)g->N * g->K * g->HW * g->khw, planes);
+  PARALLEL
+  FOR_STATIC
+  for (int64_t t = 0; t < planes; ++t) { /* input plane t = (n, group) */
+    float *xc = gx + t * g->HWi;
+    memset(xc, 0, (size_t)g->HWi * sizeof(float));
+    for (int64_t m = 0; m < g->Kg; ++m) {
+      const int64_t o = t % g->C * g->Kg + m;
+      const float *yc = gy + (t / g->C * g->K + o) * g->HW, *wc = w + o * g->khw;
+      for (int64_t r = 0; r < g->Ho; ++r)
+        for (int64_t i = 0; i < g->kh; ++i) {
+          const int64_t ih = r * g->sh - g->pt + i * g->dh;
+          if (ih < 0 || ih >= g->H) continue;
+          for (int64_t j = 0; j < g->kw; ++j)
+            dw_row(g, 1, wc[i * g->kw + j], (float *)(yc + r * g->Wo), xc + ih * g->W, j);
+        }
+    }
+  }
+  return MTE_OK;
+}
+
+int mte__conv_dw_backward_weight(const conv_geom *g, const float *gy, const float *x,
+                                 float *gw) {
+  const int64_t taps = g->K * g->khw;
+  const int nt = mte__conv_threads((double)g->N * g->K * g->HW * g->khw, taps);
+  PARALLEL
+  FOR_STATIC
+  for (int64_t t = 0; t < taps; ++t) { /* one weight (o, i, j): a dot product */
+    const int64_t o = t / g->khw, i = t % g->khw / g->kw, j = t % g->kw;
+    int64_t lo, hi;
+    const int64_t iw0 = -g->pl + j * g->dw, sw = g->sw;
+    conv_clip(iw0, sw, g->W, g->Wo, &lo, &hi);
+    float acc = 0.0f;
+    for (int64_t n = 0; n < g->N; ++n) {
+      const float *xc = x + (n * g->C + o / g->Kg) * g->HWi;
+      const float *yc = gy + (n * g->K + o) * g->HW;
+      for (int64_t r = 0; r < g->Ho; ++r) {
+        const int64_t ih = r * g->sh - g->pt + i * g->dh;
+        if (ih < 0 || ih >= g->H) continue;
+        const float *xr = xc + ih * g->W, *yr = yc + r * g->Wo;
+        float part = 0.0f;
+        for (int64_t s = lo; s < hi; ++s) part += yr[s] * xr[iw0 + s * sw];
+        acc += part;
+      }
+    }
+    gw[t] = acc;
+  }
+  return MTE_OK;
+}
+
+/* ---------------------------------------------------------------- forward */
+
+/* B block of cols (forward, any stride): rows [p0, p0+kc) = (c, i, j), columns = pixels
+ * [j0, j0+ncols), read from the image planes xg (Cg planes of H*W) with bounds checks, one
+ * NR-wide panel at a time. Same panel layout as mte__conv_pack_b_plain. */
+static void pack_b_im2col(const conv_geom *g, const float *xg, mte_im2col_panel_fn packer,
+                          int nr, int64_t p0, int64_t kc, int64_t j0, int64_t ncols,
+                          mte_conv_segs *sg, float *MTE_RESTRICT dst) {
+  for (int64_t q = 0; q < ncols; q += nr) {
+    mte__conv_make_segs(g, j0 + q, min64(nr, ncols - q), nr, sg);
+    packer(sg, xg, p0, kc, nr, dst + q * kc);
+  }
+}
+
+/* Stride-1 B block from planes x (pitch floats per row, plane floats per channel) in which
+ * every window is inside: each panel's output-row runs become pieces (see the header). */
+static void pack_b_pieces(const conv_geom *g, const float *x, int64_t pitch, int64_t plane,
+                          mte_im2col_pieces_fn packer, int nr, int64_t p0, int64_t kc,
+                          int64_t j0, int64_t ncols, mte_conv_pieces *pcs,
+                          float *MTE_RESTRICT dst) {
+  pcs->plane = plane, pcs->pitch = pitch, pcs->kh = g->kh, pcs->kw = g->kw;
+  pcs->dh = g->dh, pcs->dw = g->dw, pcs->nr = nr;
+  for (int64_t q = 0; q < ncols; q += nr) {
+    const int64_t w = min64(nr, ncols - q);
+    mte__conv_make_pieces(g, j0 + q, w, pitch, 0, pcs);
+    pcs->width = (int)w;
+    packer(pcs, x, p0, kc, dst + q * kc);
+  }
+}
+
+int mte_conv2d_forward(const mte_conv2d_desc *d, const float *x, const float *w,
+                       const float *bias, int act, float *y, mte_arena *arena) {
+  conv_geom g;
+  int st = mte__conv_make_geom(d, &g);
+  if (st != MTE_OK) return st;
+  if (act != MTE_ACT_NONE && act != MTE_ACT_RELU && act != MTE_ACT_RELU6) return MTE_EINVAL;
+  if (g.Ho != mte_conv2d_output_size(g.H, g.kh, g.sh, g.pt, d->pad_bottom, g.dh) ||
+      g.Wo != mte_conv2d_output_size(g.W, g.kw, g.sw, g.pl, d->pad_right, g.dw))
+    return MTE_EINVAL;
+  const int64_t ny = conv_numel(g.N, g.K, g.Ho, g.Wo);
+  if (ny == 0) return MTE_OK;
+  if (!y || (g.KK > 0 && (!w || (g.HWi > 0 && !x)))) return MTE_EINVAL;
+  if (g.KK == 0 || g.HWi == 0) { /* no input values: y = act(bias) */
+    for (int64_t t = 0; t < g.N * g.K; ++t) {
+      float *yc = y + t * g.HW;
+      for (int64_t s = 0; s < g.HW; ++s) yc[s] = bias ? bias[t % g.K] : 0.0f;
+      mte__conv_epilogue(yc, 0, 1, g.HW, NULL, act);
+    }
+    return MTE_OK;
+  }
+  if (g.Cg == 1 && g.Kg <= MTE_CONV_DIRECT_MAX_KG) return dw_forward(&g, x, w, bias, act, y);
+
+  const mte_sgemm_kernel *k = mte__sgemm_kernel();
+  const int mr = k->mr, nr = k->nr;
+  const int64_t nk = cdiv(g.KK, k->kc), kcb = cdiv(g.KK, nk), Mr = rup(g.Kg, mr);
+  const int64_t jobs = g.N * g.G;
+  const conv_loops lp = mte__conv_loops(k);
+  if (nr + 1 > MTE_CONV_MAX_SEG || nr + 1 + nr / MTE_CONV_PIECE > MTE_CONV_MAX_PIECES)
+    return MTE_EUNSUPPORTED;
+  const int direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 &&
+                     g.pl == 0 && g.Ho == g.H && g.Wo == g.W; /* B is x itself */
+  /* stride 1 along rows: piecewise packing, from a zero-padded copy when there is padding */
+  const int64_t Wp = g.W + g.pl + g.pr, Hp = g.H + g.pt + g.pb;
+  int64_t plane = g.HWi;
+  int pieces = !direct && g.sw == 1, padded = pieces && (g.pt || g.pb || g.pl || g.pr);
+  if (padded && !conv_pad_ok(&g, Hp, Wp, &plane)) pieces = padded = 0;
+  int nt = mte__conv_threads((double)ny * g.KK, INT64_MAX);
+  const int64_t nb = conv_split(g.HW, nr, MTE_CONV_NB_MAX, cdiv(nt, jobs)); /* pixels/item */
+  const int64_t nblk = cdiv(g.HW, nb), items = jobs * nblk;
+  if (nt > items) nt = (int)items;
+  const size_t per_b = (size_t)(kcb * rup(nb, nr)), per_p = padded ? (size_t)(g.Cg * plane) : 0;
+
+  int ok = 1;
+  size_t bytes[3] = {conv_bytes(&ok, g.G, Mr, g.KK), conv_bytes(&ok, nt, kcb, rup(nb, nr)),
+                     conv_bytes(&ok, nt, g.Cg, padded ? plane : 0)};
+  if (!ok) return MTE_EOVERFLOW;
+  float *buf[3];
+  conv_scratch s;
+  if ((st = mte__conv_scratch_open(&s, arena, 3, bytes, buf)) != MTE_OK) return st;
+  float *apack = buf[0];
+
+  PARALLEL {
+    float *bb = buf[1] + (size_t)conv_tid() * per_b, *xp = buf[2] + (size_t)conv_tid() * per_p;
+    int64_t padded_job = -1; /* the (image, group) this thread's xp holds */
+    mte_conv_segs sg;
+    mte_conv_pieces pcs;
+    FOR_STATIC /* pack W once: per group, per k slice, MR-tall panels */
+    for (int64_t t = 0; t < g.G * nk; ++t) {
+      const int64_t gi = t / nk, pc = t % nk * kcb;
+      mte__conv_pack_a(mr, g.Kg, min64(kcb, g.KK - pc), w + gi * g.Kg * g.KK, g.KK, 0, 0,
+                       pc, apack + gi * Mr * g.KK + pc * Mr);
+    }
+    FOR_STATIC /* work item: (image, group, block of nb pixels); static: few re-paddings */
+    for (int64_t it = 0; it < items; ++it) {
+      const int64_t job = it / nblk, n = job / g.G, gi = job % g.G;
+      const int64_t j0 = it % nblk * nb, ncols = min64(nb, g.HW - j0);
+      const float *xg = x + (n * g.C + gi * g.Cg) * g.HWi;
+      if (padded && job != padded_job)
+        mte__conv_pad_planes(&g, xg, Hp, Wp, xp), padded_job = job;
+      float *yg = y + (n * g.K + gi * g.Kg) * g.HW + j0;
+      const float *ag = apack + gi * Mr * g.KK;
+      for (int64_t pc = 0; pc < g.KK; pc += kcb) {
+        const int64_t kc = min64(kcb, g.KK - pc);
+        if (direct)
+          mte__conv_pack_b_plain(nr, ncols, kc, xg, g.HWi, j0, pc, bb);
+        else if (padded)
+          pack_b_pieces(&g, xp, Wp, plane, lp.pieces, nr, pc, kc, j0, ncols, &pcs, bb);
+        else if (pieces)
+          pack_b_pieces(&g, xg, g.W, g.HWi, lp.pieces, nr, pc, kc, j0, ncols, &pcs, bb);
+        else
+          pack_b_im2col(&g, xg, lp.panel, nr, pc, kc, j0, ncols, &sg, bb);
+        for (int64_t ic = 0; ic < g.Kg; ic += k->mc)
+          mte__conv_macro_kernel(k, min64(k->mc, g.Kg - ic), ncols, kc,
+                                 ag + pc * Mr + ic * kc, bb, yg + ic * g.HW, g.HW,
+                                 pc == 0 ? 0.0f : 1.0f, pc + kc >= g.KK,
+                                 bias ? bias + gi * g.Kg + ic : NULL, act);
+      }
+    }
+  }
+  return mte__conv_scratch_close(&s);
+}

@@ -1,0 +1,329 @@
+/*
+ * conv_gemm.c - the building blocks of conv.c and conv_backward.c (see mte_conv_internal.h).
+ *
+ * The convolutions here are GEMMs run with gemm.c's microkernel (mte__sgemm_kernel(): the
+ * active ISA's, with its MR x NR tile and block sizes) but with their own packing:
+ *
+ *   A panels (MR tall)  pack_a: weights (plain or transposed), once per call
+ *   B panels (NR wide)  pack_b_plain: a plain matrix (x of a 1x1 conv, dY of backward input)
+ *                       im2col (conv.c): straight from the image, by segments or pieces
+ *                       cols^T (conv_backward.c): gathered, then transposed
+ *
+ * and their own macro-kernel, which applies bias and activation to each finished tile while
+ * it is still in L1. Also here: the generic (plain C, any stride) versions of the per-ISA
+ * inner loops, the segment / piece builders, zero padding, and the arena plumbing.
+ */
+#include <string.h>
+
+#include "mte_conv_internal.h"
+
+/* ---------------------------------------------------------------- im2col, packing */
+
+/* cols row (plane xc, kernel offset i, j) at `len` consecutive pixels from (r, s):
+ * out[t] = xpad value, zero outside the image. Reads only inside the plane. */
+void mte__conv_im2col_run(const conv_geom *g, const float *xc, int64_t i, int64_t j, int64_t r,
+                          int64_t s, int64_t len, float *MTE_RESTRICT out) {
+  const int64_t sw = g->sw;
+  for (int64_t t = 0; t < len; ++r, s = 0) {
+    const int64_t n = min64(len - t, g->Wo - s); /* pixels left in output row r */
+    float *o = out + t;
+    const int64_t ih = r * g->sh - g->pt + i * g->dh, iw0 = s * sw - g->pl + j * g->dw;
+    int64_t lo = 0, hi = 0;
+    const float *row = xc; /* indexed row[iw0 + q*sw], always inside the plane */
+    if (ih >= 0 && ih < g->H) {
+      conv_clip(iw0, sw, g->W, n, &lo, &hi);
+      row = xc + ih * g->W;
+    }
+    for (int64_t q = 0; q < lo; ++q) o[q] = 0.0f;
+    for (int64_t q = lo; q < hi; ++q) o[q] = row[iw0 + q * sw];
+    for (int64_t q = hi; q < n; ++q) o[q] = 0.0f;
+    t += n;
+  }
+}
+
+/* rows [i0, i0+rows) x k-range [p0, p0+kc) of op(A) into MR-tall panels
+ * dst[t*mr*kc + p*mr + r]; rows past `rows` are zero. op(A)[i][p] = trans ? A[p*lda+i]
+ * : A[i*lda+p]. */
+void mte__conv_pack_a(int mr, int64_t rows, int64_t kc, const float *A, int64_t lda, int trans,
+                      int64_t i0, int64_t p0, float *MTE_RESTRICT dst) {
+  for (int64_t ir = 0; ir < rows; ir += mr) {
+    const int64_t m = min64(mr, rows - ir);
+    float *d = dst + ir * kc;
+    if (trans) {
+      for (int64_t p = 0; p < kc; ++p) {
+        const float *src = A + (p0 + p) * lda + i0 + ir;
+        int64_t r = 0;
+        for (; r < m; ++r) d[p * mr + r] = src[r];
+        for (; r < mr; ++r) d[p * mr + r] = 0.0f;
+      }
+    } else if (m == 8) { /* the common full panel: 8 row streams in, one stream out */
+      const float *src = A + (i0 + ir) * lda + p0;
+      for (int64_t p = 0; p < kc; ++p, d += 8)
+        for (int r = 0; r < 8; ++r) d[r] = src[r * lda + p];
+    } else {
+      for (int64_t r = 0; r < m; ++r) {
+        const float *src = A + (i0 + ir + r) * lda + p0;
+        for (int64_t p = 0; p < kc; ++p) d[p * mr + r] = src[p];
+      }
+      for (int64_t r = m; r < mr; ++r)
+        for (int64_t p = 0; p < kc; ++p) d[p * mr + r] = 0.0f;
+    }
+  }
+}
+
+/* B block from a plain row-major matrix: rows [p0, p0+kc), cols [j0, j0+ncols) into
+ * NR-wide panels dst[q*kc + p*nr + c] (q a multiple of nr); columns past ncols are zero. */
+void mte__conv_pack_b_plain(int nr, int64_t ncols, int64_t kc, const float *B, int64_t ldb,
+                            int64_t j0, int64_t p0, float *MTE_RESTRICT dst) {
+  for (int64_t q = 0; q < ncols; q += nr) {
+    const int64_t w = min64(nr, ncols - q);
+    float *d = dst + q * kc;
+    for (int64_t p = 0; p < kc; ++p) {
+      const float *src = B + (p0 + p) * ldb + j0 + q;
+      int64_t c = 0;
+      for (; c < w; ++c) d[p * nr + c] = src[c];
+      for (; c < nr; ++c) d[p * nr + c] = 0.0f;
+    }
+  }
+}
+
+/* ---------------------------------------------------------------- generic inner loops */
+
+/* The generic inner loops of mte_conv_internal.h: any stride, plain C. */
+void mte__im2col_panel_generic(const mte_conv_segs *sg, const float *x, int64_t p0, int64_t kc,
+                               int nr, float *MTE_RESTRICT dst) {
+  const int64_t khw = sg->kh * sg->kw, sw = sg->sw;
+  int64_t c = p0 / khw, i = p0 % khw / sg->kw, j = p0 % sg->kw;
+  for (int64_t p = 0; p < kc; ++p) {
+    const float *plane = x + c * sg->HWi;
+    float *d = dst + p * nr;
+    for (int s = 0; s < sg->nseg; ++s) {
+      const int64_t ih = sg->ih0[s] + i * sg->dh, n = sg->len[s];
+      float *o = d + sg->off[s];
+      int64_t lo = 0, hi = 0, iw0 = 0;
+      const float *row = plane;
+      if (ih >= 0 && ih < sg->H) {
+        iw0 = sg->iw0[s] + j * sg->dw;
+        conv_clip(iw0, sw, sg->W, n, &lo, &hi);
+        row = plane + ih * sg->W;
+      }
+      for (int64_t q = 0; q < lo; ++q) o[q] = 0.0f;
+      for (int64_t q = lo; q < hi; ++q) o[q] = row[iw0 + q * sw];
+      for (int64_t q = hi; q < n; ++q) o[q] = 0.0f;
+    }
+    if (++j == sg->kw) {
+      j = 0;
+      if (++i == sg->kh) i = 0, ++c;
+    }
+  }
+}
+
+void mte__col2im_generic(const mte_conv_segs *sg, float *gx, const float *cols, int64_t ldc,
+                         int64_t rows) {
+  const int64_t sw = sg->sw;
+  int64_t c = 0, i = 0, j = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    float *plane = gx + c * sg->HWi;
+    const float *src = cols + r * ldc;
+    for (int s = 0; s < sg->nseg; ++s) {
+      const int64_t ih = sg->ih0[s] + i * sg->dh;
+      if (ih < 0 || ih >= sg->H) continue;
+      const int64_t iw0 = sg->iw0[s] + j * sg->dw;
+      int64_t lo, hi;
+      conv_clip(iw0, sw, sg->W, sg->len[s], &lo, &hi);
+      float *MTE_RESTRICT row = plane + ih * sg->W;
+      const float *MTE_RESTRICT a = src + sg->off[s];
+      for (int64_t q = lo; q < hi; ++q) row[iw0 + q * sw] += a[q];
+    }
+    if (++j == sg->kw) {
+      j = 0;
+      if (++i == sg->kh) i = 0, ++c;
+    }
+  }
+}
+
+void mte__im2col_pieces_generic(const mte_conv_pieces *pcs, const float *x, int64_t p0,
+                                int64_t kc, float *MTE_RESTRICT dst) {
+  const int64_t khw = pcs->kh * pcs->kw;
+  int64_t c = p0 / khw, i = p0 % khw / pcs->kw, j = p0 % pcs->kw;
+  for (int64_t p = 0; p < kc; ++p) {
+    const float *base = x + c * pcs->plane + i * pcs->dh * pcs->pitch + j * pcs->dw;
+    float *d = dst + p * pcs->nr;
+    for (int k = 0; k < pcs->n; ++k) {
+      const float *a = base + pcs->src[k];
+      float *o = d + pcs->dst[k];
+      for (int q = 0; q < pcs->len[k]; ++q) o[q] = a[q];
+    }
+    for (int q = pcs->width; q < pcs->nr; ++q) d[q] = 0.0f;
+    if (++j == pcs->kw) {
+      j = 0;
+      if (++i == pcs->kh) i = 0, ++c;
+    }
+  }
+}
+
+void mte__col2im_pieces_generic(const mte_conv_pieces *pcs, float *gx, const float *cols,
+                                int64_t ldc, int64_t rows) {
+  const int64_t khw = pcs->kh * pcs->kw;
+  /* channel innermost: consecutive read-modify-writes go to different planes (the rows of
+   * neighbouring j overlap shifted by one float: store-forwarding stalls otherwise) */
+  for (int64_t i = 0; i < pcs->kh; ++i)
+    for (int64_t j = 0; j < pcs->kw; ++j)
+      for (int k = 0; k < pcs->n; ++k)
+        for (int64_t c = 0; c < rows / khw; ++c) {
+          float *MTE_RESTRICT d =
+              gx + c * pcs->plane + i * pcs->dh * pcs->pitch + j * pcs->dw + pcs->src[k];
+          const float *MTE_RESTRICT b =
+              cols + (c * khw + i * pcs->kw + j) * ldc + pcs->dst[k];
+          for (int q = 0; q < pcs->len[k]; ++q) d[q] += b[q];
+        }
+}
+
+conv_loops mte__conv_loops(const mte_sgemm_kernel *k) {
+#if defined(MTE_HAVE_X86_KERNELS)
+  if (strcmp(k->isa, "avx512") == 0)
+    return (conv_loops){mte__im2col_panel_avx512, mte__im2col_pieces_avx512,
+                        mte__col2im_avx512, mte__col2im_pieces_avx512};
+  if (strcmp(k->isa, "avx2") == 0)
+    return (conv_loops){mte__im2col_panel_avx2, mte__im2col_pieces_avx2, mte__col2im_avx2,
+                        mte__col2im_pieces_avx2};
+#endif
+  (void)k;
+  return (conv_loops){mte__im2col_panel_generic, mte__im2col_pieces_generic,
+                      mte__col2im_generic, mte__col2im_pieces_generic};
+}
+
+/* Cut the block of output pixels [j0, j0+n) into runs of one output row; `width` > n adds
+ * a zero segment for the columns n .. width-1 (a panel's edge). */
+void mte__conv_make_segs(const conv_geom *g, int64_t j0, int64_t n, int64_t width,
+                         mte_conv_segs *sg) {
+  sg->H = g->H, sg->W = g->W, sg->HWi = g->HWi, sg->kh = g->kh, sg->kw = g->kw;
+  sg->dh = g->dh, sg->dw = g->dw, sg->sw = g->sw;
+  int64_t r = j0 / g->Wo, s = j0 % g->Wo;
+  int k = 0;
+  for (int64_t t = 0; t < n; ++r, s = 0, ++k) {
+    const int64_t len = min64(n - t, g->Wo - s);
+    sg->ih0[k] = r * g->sh - g->pt, sg->iw0[k] = s * g->sw - g->pl;
+    sg->len[k] = (int32_t)len, sg->off[k] = (int32_t)t;
+    t += len;
+  }
+  if (width > n)
+    sg->ih0[k] = MTE_CONV_NO_ROW, sg->iw0[k] = 0, sg->len[k] = (int32_t)(width - n),
+    sg->off[k++] = (int32_t)n;
+  sg->nseg = k;
+}
+
+/* Pieces of the pixels [j0, j0+n) (stride 1 along rows) in planes of `pitch` floats per row,
+ * with block columns starting at dst0; returns the number of pieces. */
+int mte__conv_make_pieces(const conv_geom *g, int64_t j0, int64_t n, int64_t pitch,
+                          int64_t dst0, mte_conv_pieces *pcs) {
+  int64_t r = j0 / g->Wo, s = j0 % g->Wo;
+  int k = 0;
+  for (int64_t t = 0; t < n; ++r, s = 0) {
+    const int64_t len = min64(n - t, g->Wo - s);
+    for (int64_t u = 0; u < len; u += MTE_CONV_PIECE, ++k) {
+      pcs->src[k] = r * g->sh * pitch + s + u;
+      pcs->dst[k] = (int32_t)(dst0 + t + u);
+      pcs->len[k] = (int32_t)min64(MTE_CONV_PIECE, len - u);
+    }
+    t += len;
+  }
+  return pcs->n = k;
+}
+
+/* The group's Cg planes inside Hp x Wp zero planes, at row pt, column pl. */
+void mte__conv_pad_planes(const conv_geom *g, const float *x, int64_t Hp, int64_t Wp,
+                          float *MTE_RESTRICT xp) {
+  const int64_t right = Wp - g->pl - g->W, below = Hp - g->pt - g->H;
+  for (int64_t c = 0; c < g->Cg; ++c) {
+    float *d = xp + c * Hp * Wp;
+    const float *src = x + c * g->HWi;
+    memset(d, 0, (size_t)(g->pt * Wp) * sizeof(float));
+    for (int64_t h = 0; h < g->H; ++h) {
+      float *row = d + (g->pt + h) * Wp;
+      memset(row, 0, (size_t)g->pl * sizeof(float));
+      memcpy(row + g->pl, src + h * g->W, (size_t)g->W * sizeof(float));
+      memset(row + g->pl + g->W, 0, (size_t)right * sizeof(float));
+    }
+    memset(d + (g->pt + g->H) * Wp, 0, (size_t)(below * Wp) * sizeof(float));
+  }
+}
+
+/* ---------------------------------------------------------------- epilogue, macro-kernel */
+
+/* rows x cols of C (ldc): + bias[i] per row (NULL = none), then the activation */
+void mte__conv_epilogue(float *c, int64_t ldc, int64_t rows, int64_t cols, const float *bias,
+                        int act) {
+  for (int64_t i = 0; i < rows; ++i) {
+    float *ci = c + i * ldc;
+    if (bias) {
+      const float b = bias[i];
+      for (int64_t j = 0; j < cols; ++j) ci[j] += b;
+    }
+    if (act == MTE_ACT_RELU)
+      for (int64_t j = 0; j < cols; ++j) ci[j] = ci[j] > 0.0f ? ci[j] : 0.0f;
+    else if (act == MTE_ACT_RELU6)
+      for (int64_t j = 0; j < cols; ++j) ci[j] = ci[j] > 0.0f ? (ci[j] < 6.0f ? ci[j] : 6.0f)
+                                                               : 0.0f;
+  }
+}
+
+/* C (mc x nc, ldc) = A block (packed, mc x kc) @ B block (packed, kc x nc) + beta * C.
+ * On the last k slice each tile gets bias (per row, NULL = none) and the activation. */
+void mte__conv_macro_kernel(const mte_sgemm_kernel *k, int64_t mc, int64_t nc, int64_t kc,
+                            const float *ap, const float *bp, float *c, int64_t ldc, float beta,
+                            int last, const float *bias, int act) {
+  const int mr = k->mr, nr = k->nr;
+  float tile[MTE_MAX_TILE] __attribute__((aligned(MTE_ALIGN)));
+  const int ep = last && (bias || act != MTE_ACT_NONE);
+  for (int64_t jr = 0; jr < nc; jr += nr) {
+    const int64_t cols = min64(nr, nc - jr);
+    const float *b = bp + jr * kc;
+    for (int64_t ir = 0; ir < mc; ir += mr) {
+      const int64_t rows = min64(mr, mc - ir);
+      float *ct = c + ir * ldc + jr;
+      if (rows == mr && cols == nr) {
+        k->ukernel(kc, ap + ir * kc, b, ct, ldc, 1.0f, beta);
+      } else { /* ragged edge: the full tile on the stack, copy the valid part */
+        k->ukernel(kc, ap + ir * kc, b, tile, nr, 1.0f, 0.0f);
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t jj = 0; jj < cols; ++jj)
+            ct[i * ldc + jj] = tile[i * nr + jj] + (beta != 0.0f ? beta * ct[i * ldc + jj]
+                                                                 : 0.0f);
+      }
+      if (ep) mte__conv_epilogue(ct, ldc, rows, cols, bias ? bias + ir : NULL, act);
+    }
+  }
+}
+
+/* ---------------------------------------------------------------- arena */
+
+/* Reset (or acquire) the arena, reserve the sum of `n` requests and carve them. */
+int mte__conv_scratch_open(conv_scratch *s, mte_arena *given, int n, const size_t *bytes,
+                           float **out) {
+  size_t total = 0;
+  for (int i = 0; i < n; ++i) {
+    size_t f = mte_arena_footprint(bytes[i]);
+    if (!f || !mte__add_size(total, f, &total)) return MTE_EOVERFLOW;
+  }
+  s->borrowed = given != NULL;
+  s->a = given ? given : mte__arena_acquire(&s->is_default);
+  if (!s->a) return MTE_ENOMEM;
+  mte_arena_reset(s->a);
+  int st = mte_arena_reserve(s->a, total);
+  for (int i = 0; i < n && st == MTE_OK; ++i)
+    if (!(out[i] = (float *)mte_arena_alloc(s->a, bytes[i]))) st = MTE_ENOMEM;
+  if (st != MTE_OK) {
+    mte_arena_reset(s->a);
+    if (!s->borrowed) mte__arena_release(s->a, s->is_default);
+  }
+  return st;
+}
+
+/* Check the guards (nothing wrote past its buffer) and give the arena back. */
+int mte__conv_scratch_close(conv_scratch *s) {
+  int st = mte_arena_check(s->a);
+  mte_arena_reset(s->a);
+  if (!s->borrowed) mte__arena_release(s->a, s->is_default);
+  return st;
+}

@@ -1,0 +1,189 @@
+/*
+ * depthwise.c - depthwise 3x3 convolution (padding 1, stride 1 or 2) and its backward.
+ *
+ * A depthwise convolution filters each (n, c) plane with its own 3x3 kernel, so the
+ * N*C planes are independent: they are the unit of threading, and an ISA kernel
+ * (src/arch/<isa>/depthwise3x3.c) only ever sees one plane. This file validates the
+ * arguments, borrows one zero row from the arena (the padding rows above and below a plane
+ * are read from it, so kernels never test rows), picks the kernel of the active ISA and
+ * runs the planes in parallel.
+ *
+ * Backward:
+ *   input, stride 1: the adjoint of a 3x3 correlation with padding 1 is the correlation
+ *     with the kernel turned by 180 degrees, so it reuses the forward kernels;
+ *   input, stride 2: every input pixel receives from at most 2x2 outputs; even and odd
+ *     columns (and rows) get different taps: an ISA kernel builds both and interleaves;
+ *   weight: per plane, 9 sums of output gradient x shifted input (an ISA kernel, built
+ *     like the forward one), added over n in double by one thread per channel (no atomics).
+ */
+#include <string.h>
+
+#include "mte_depthwise_internal.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* below this many multiply-adds a call stays on one thread */
+#define DW_PARALLEL_MIN_WORK (64.0 * 1024.0)
+
+int64_t mte_depthwise3x3_output_size(int64_t size, int stride) {
+  if ((stride != 1 && stride != 2) || size < 0) return -1;
+  return size == 0 ? 0 : (size - 1) / stride + 1;
+}
+
+static const mte_dw3x3_kernel *pick_kernel(void) {
+  const char *isa = mte_active_isa();
+#if defined(MTE_HAVE_X86_KERNELS)
+  if (strcmp(isa, "avx512") == 0) return &mte_dw3x3_kernel_avx512;
+  if (strcmp(isa, "avx2") == 0) return &mte_dw3x3_kernel_avx2;
+#endif
+#if defined(MTE_HAVE_NEON_KERNELS)
+  if (strcmp(isa, "neon") == 0) return &mte_dw3x3_kernel_neon;
+#endif
+  (void)isa;
+  return &mte_dw3x3_kernel_generic;
+}
+
+/* N*C*H*W (and the output size) fit in memory arithmetic; every size >= 0 */
+static int check_sizes(int64_t N, int64_t C, int64_t H, int64_t W, int stride) {
+  if (N < 0 || C < 0 || H < 0 || W < 0 || (stride != 1 && stride != 2)) return MTE_EINVAL;
+  size_t planes, plane, total;
+  if (!mte__mul_size((size_t)N, (size_t)C, &planes) ||
+      !mte__mul_size((size_t)H, (size_t)W, &plane) ||
+      !mte__mul_size(planes, plane, &total) || !mte__mul_size(total, sizeof(float), &total) ||
+      W > INT64_MAX / 4)
+    return MTE_EOVERFLOW;
+  return MTE_OK;
+}
+
+static int threads_for(double work, int64_t units) {
+  int nt = mte__num_threads();
+  if (work < DW_PARALLEL_MIN_WORK || units < 2) return 1;
+  return nt < units ? nt : (int)units;
+}
+
+/* Borrow the arena and carve the zero row (W + MTE_DW_ZERO_PAD floats) from it. */
+typedef struct zero_row {
+  mte_arena *arena;
+  int is_default;
+  float *zeros;
+} zero_row;
+
+static int zero_row_get(int64_t W, zero_row *z) {
+  z->arena = mte__arena_acquire(&z->is_default);
+  if (!z->arena) return MTE_ENOMEM;
+  const size_t bytes = (size_t)(W + MTE_DW_ZERO_PAD) * sizeof(float);
+  int st = mte_arena_reserve(z->arena, mte_arena_footprint(bytes));
+  z->zeros = st == MTE_OK ? (float *)mte_arena_alloc(z->arena, bytes) : NULL;
+  if (!z->zeros) {
+    mte__arena_release(z->arena, z->is_default);
+    return st != MTE_OK ? st : MTE_ENOMEM;
+  }
+  memset(z->zeros, 0, bytes);
+  return MTE_OK;
+}
+
+/* give the arena back; MTE_ECORRUPT if a kernel wrote past the zero row */
+static int zero_row_put(zero_row *z) {
+  int st = mte_arena_check(z->arena);
+  mte__arena_release(z->arena, z->is_default);
+  return st;
+}
+
+/* Run `fn` over the N*C planes: x plane p at x + p*in_plane, y at y + p*out_plane. */
+static int run_planes(mte_dw3x3_plane_fn fn, int64_t planes, int64_t C, int64_t H, int64_t W,
+                      int64_t out_plane, const float *x, const float *w, int w_flip,
+                      const float *bias, int act, float *y) {
+  zero_row z;
+  int st = zero_row_get(W, &z);
+  if (st != MTE_OK) return st;
+  const float *zeros = z.zeros;
+  const int64_t in_plane = H * W;
+  const int nt = threads_for((double)planes * (double)out_plane * 9.0, planes);
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+#endif
+  for (int64_t p = 0; p < planes; ++p) {
+    const float *wc = w + (p % C) * 9;
+    float wf[9];
+    if (w_flip) /* 180-degree turn: tap (i, j) <- (2-i, 2-j) */
+      for (int k = 0; k < 9; ++k) wf[k] = wc[8 - k];
+    fn(x + p * in_plane, H, W, w_flip ? wf : wc, bias ? bias[p % C] : 0.0f, act, zeros,
+       y + p * out_plane);
+  }
+  return zero_row_put(&z);
+}
+
+int mte_depthwise3x3(int64_t N, int64_t C, int64_t H, int64_t W, int stride, const float *x,
+                     const float *w, const float *bias, int activation, float *y) {
+  int st = check_sizes(N, C, H, W, stride);
+  if (st != MTE_OK) return st;
+  if (activation != MTE_ACT_NONE && activation != MTE_ACT_RELU &&
+      activation != MTE_ACT_RELU6)
+    return MTE_EINVAL;
+  if (N == 0 || C == 0 || H == 0 || W == 0) return MTE_OK;
+  if (!x || !w || !y) return MTE_EINVAL;
+  const mte_dw3x3_kernel *k = pick_kernel();
+  const int64_t Ho = (H - 1) / stride + 1, Wo = (W - 1) / stride + 1;
+  return run_planes(stride == 1 ? k->stride1 : k->stride2, N * C, C, H, W, Ho * Wo, x, w, 0,
+                    bias, activation, y);
+}
+
+/* ---------------------------------------------------------------- backward, input */
+
+int mte_depthwise3x3_backward_input(int64_t N, int64_t C, int64_t H, int64_t W, int stride,
+                                    const float *gy, const float *w, float *gx) {
+  int st = check_sizes(N, C, H, W, stride);
+  if (st != MTE_OK) return st;
+  if (N == 0 || C == 0 || H == 0 || W == 0) return MTE_OK;
+  if (!gy || !w || !gx) return MTE_EINVAL;
+  if (stride == 1) /* correlation with the turned kernel, same sizes */
+    return run_planes(pick_kernel()->stride1, N * C, C, H, W, H * W, gy, w, 1, NULL,
+                      MTE_ACT_NONE, gx);
+  const mte_dw3x3_bwd_fn fn = pick_kernel()->bwd_input2;
+  const int64_t planes = N * C, Ho = (H - 1) / 2 + 1, Wo = (W - 1) / 2 + 1;
+  const int nt = threads_for((double)planes * (double)(H * W) * 2.0, planes);
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+#endif
+  for (int64_t p = 0; p < planes; ++p)
+    fn(gy + p * Ho * Wo, H, W, w + (p % C) * 9, gx + p * H * W);
+  return MTE_OK;
+}
+
+/* ---------------------------------------------------------------- backward, weight */
+
+int mte_depthwise3x3_backward_weight(int64_t N, int64_t C, int64_t H, int64_t W, int stride,
+                                     const float *gy, const float *x, float *gw) {
+  int st = check_sizes(N, C, H, W, stride);
+  if (st != MTE_OK) return st;
+  if (C == 0) return MTE_OK;
+  if (!gw) return MTE_EINVAL;
+  if (N == 0 || H == 0 || W == 0) {
+    memset(gw, 0, (size_t)C * 9 * sizeof(float));
+    return MTE_OK;
+  }
+  if (!gy || !x) return MTE_EINVAL;
+  const int64_t Ho = (H - 1) / stride + 1, Wo = (W - 1) / stride + 1;
+  const mte_dw3x3_kernel *k = pick_kernel();
+  const mte_dw3x3_wgrad_fn fn = stride == 1 ? k->wgrad1 : k->wgrad2;
+  zero_row z;
+  st = zero_row_get(W, &z);
+  if (st != MTE_OK) return st;
+  const float *zeros = z.zeros;
+  const int nt = threads_for((double)N * (double)C * (double)(Ho * Wo) * 9.0, C);
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+#endif
+  for (int64_t c = 0; c < C; ++c) { /* one thread per channel: the sum over n needs no lock */
+    double acc[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+    for (int64_t n = 0; n < N; ++n) {
+      float part[9];
+      fn(gy + (n * C + c) * Ho * Wo, x + (n * C + c) * H * W, H, W, zeros, part);
+      for (int q = 0; q < 9; ++q) acc[q] += part[q];
+    }
+    for (int q = 0; q < 9; ++q) gw[c * 9 + q] = (float)acc[q];
+  }
+  return zero_row_put(&z);
+}
