@@ -2,7 +2,7 @@
 re-exports the functional forms (``minitorch_edge.exp``, ``minitorch_edge.cat``, ...)."""
 import importlib
 
-_MODULES = ["elementwise", "unary", "activation", "reduce", "shape", "join", "rearrange",
+_MODULES = ["elementwise", "compare", "unary", "activation", "reduce", "shape", "join", "rearrange",
             "index", "sorting", "linalg", "einsum", "minmax", "cumulative", "softmax"]
 __all__ = []
 for _name in _MODULES:

@@ -21,6 +21,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.grad_mode import _State
 from ..tensor import Tensor
+from . import compare as C
 from . import elementwise as E
 from ._util import tensor_method
 
@@ -139,7 +140,7 @@ _OUT_OF_PLACE = {
     "remainder": E.remainder, "fmod": E.fmod, "floor_divide": E.floor_divide,
     "lerp": E.lerp, "addcmul": _addcmul, "addcdiv": _addcdiv,
     "maximum": E.maximum, "minimum": E.minimum,
-    "logical_and": E.logical_and, "logical_or": E.logical_or,
+    "logical_and": C.logical_and, "logical_or": C.logical_or,
 }
 # unary ops and activations come from the other op modules by name (bound at first use)
 _BY_NAME = ["neg", "abs", "exp", "log", "sqrt", "sigmoid", "tanh", "relu", "clamp", "clip",
