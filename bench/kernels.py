@@ -1,0 +1,146 @@
+"""Native kernel benchmark: every figure a ratio against a reference measured in the same run.
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/kernels.py [--threads 1 2]
+        [--repeats 15] [--json out.json] [--quick]
+
+* SGEMM n = 256 ... 2048 against numpy's OpenBLAS (unset OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE in
+  this command only, as above), with GFLOP/s;
+* conv 3x3 stride 1 (batch 1), 1x1 conv, depthwise 3x3 against PyTorch NCHW and channels_last
+  (through `minitorch_edge.backend.conv2d`, i.e. whatever the dispatcher picks: im2col,
+  Winograd under no_grad, depthwise).
+PyTorch's reference should run with MALLOC_MMAP_THRESHOLD_=1000000000 and
+MALLOC_TRIM_THRESHOLD_=1000000000 (otherwise glibc maps fresh pages per call for some
+convolutions); the script re-executes itself once with them set. Medians of `repeats` timings.
+Ratios are reference time / our time: above 1 means we are faster.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+_ENV = {"MALLOC_MMAP_THRESHOLD_": "1000000000", "MALLOC_TRIM_THRESHOLD_": "1000000000"}
+if any(os.environ.get(k) != v for k, v in _ENV.items()):
+    os.environ.update(_ENV)
+    os.execv(sys.executable, [sys.executable] + sys.argv)
+
+import minitorch_edge as mte  # noqa: E402
+from minitorch_edge import backend  # noqa: E402
+
+try:
+    import torch  # noqa: E402
+except ImportError:
+    torch = None
+
+
+def median_ms(fn, repeats, warmup=3):
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
+def sgemm_rows(sizes, repeats):
+    rows = []
+    rng = np.random.default_rng(0)
+    for n in sizes:
+        a = rng.standard_normal((n, n)).astype(np.float32)
+        b = rng.standard_normal((n, n)).astype(np.float32)
+        reps = max(3, repeats // (1 + n // 512))
+        ours = median_ms(lambda: backend.matmul(a, b), reps)
+        ref = median_ms(lambda: np.matmul(a, b), reps)
+        gflops = 2 * n ** 3 / (ours * 1e-3) / 1e9
+        rows.append({"case": f"sgemm n={n}", "ours_ms": ours, "ref_ms": ref, "ref": "numpy",
+                     "ratio": ref / ours, "gflops": gflops})
+    return rows
+
+
+CONV_CASES = [  # name, N, C, K, H, kernel, stride, groups
+    ("conv3x3 64->64 56^2", 1, 64, 64, 56, 3, 1, 1),
+    ("conv3x3 128->128 28^2", 1, 128, 128, 28, 3, 1, 1),
+    ("conv3x3 256->256 14^2", 1, 256, 256, 14, 3, 1, 1),
+    ("conv1x1 96->576 14^2", 1, 96, 576, 14, 1, 1, 1),
+    ("depthwise C=144 56^2 s1", 1, 144, 144, 56, 3, 1, 144),
+    ("depthwise C=144 56^2 s2", 1, 144, 144, 56, 3, 2, 144),
+    ("depthwise C=576 14^2 s1", 1, 576, 576, 14, 3, 1, 576),
+]
+
+
+def conv_rows(repeats):
+    rows = []
+    rng = np.random.default_rng(0)
+    for name, n, c, k, h, ks, s, g in CONV_CASES:
+        x = rng.standard_normal((n, c, h, h)).astype(np.float32)
+        w = (rng.standard_normal((k, c // g, ks, ks)) * 0.1).astype(np.float32)
+        bias = rng.standard_normal(k).astype(np.float32)
+        p = ks // 2
+        with mte.no_grad():
+            ours = median_ms(lambda: backend.conv2d(x, w, bias, (s, s), (p, p, p, p), (1, 1), g),
+                             repeats)
+        row = {"case": name, "ours_ms": ours}
+        if torch is not None:
+            tx, tw, tb = torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(bias)
+            F = torch.nn.functional
+            with torch.no_grad():
+                nchw = median_ms(lambda: F.conv2d(tx, tw, tb, s, p, 1, g), repeats)
+                cx = tx.contiguous(memory_format=torch.channels_last)
+                cw = tw.contiguous(memory_format=torch.channels_last)
+                cl = median_ms(lambda: F.conv2d(cx, cw, tb, s, p, 1, g), repeats)
+            row.update(torch_nchw_ms=nchw, torch_cl_ms=cl, ratio_nchw=nchw / ours,
+                       ratio_cl=cl / ours)
+        rows.append(row)
+    return rows
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--quick", action="store_true", help="n <= 1024, fewer repeats")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    sizes = [256, 512, 1024] if args.quick else [256, 512, 1024, 2048]
+    repeats = 5 if args.quick else args.repeats
+    results = {"backend": backend.active(), "runs": {}}
+    for threads in args.threads:
+        mte.set_num_threads(threads)
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+        try:   # numpy's OpenBLAS pool, when threadpoolctl is available
+            from threadpoolctl import threadpool_limits
+            limit = threadpool_limits(threads)
+        except ImportError:
+            limit = None
+        if torch is not None:
+            torch.set_num_threads(threads)
+        sg, cv = sgemm_rows(sizes, repeats), conv_rows(repeats)
+        results["runs"][threads] = {"sgemm": sg, "conv": cv}
+        print(f"\n### {threads} thread(s), backend {backend.active()}, medians\n")
+        print("| case | ours ms | numpy ms | numpy / ours | ours GFLOP/s |")
+        print("|---|---:|---:|---:|---:|")
+        for r in sg:
+            print(f"| {r['case']} | {r['ours_ms']:.3f} | {r['ref_ms']:.3f} | {r['ratio']:.2f} | "
+                  f"{r['gflops']:.0f} |")
+        print("\n| case | ours ms | torch NCHW ms | NCHW / ours | torch CL ms | CL / ours |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for r in cv:
+            if "torch_nchw_ms" in r:
+                print(f"| {r['case']} | {r['ours_ms']:.3f} | {r['torch_nchw_ms']:.3f} | "
+                      f"{r['ratio_nchw']:.2f} | {r['torch_cl_ms']:.3f} | {r['ratio_cl']:.2f} |")
+            else:
+                print(f"| {r['case']} | {r['ours_ms']:.3f} | n/a | | n/a | |")
+        if limit is not None:
+            limit.unregister() if hasattr(limit, "unregister") else None
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
