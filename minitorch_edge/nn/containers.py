@@ -19,7 +19,42 @@ def _index(idx, n, kind):
     return idx % n
 
 
-class Sequential(Module):
+class _ModuleSequence:
+    """What Sequential and ModuleList share: modules kept under "0", "1", ... in order."""
+
+    def _renumber(self, items):
+        self._modules.clear()
+        for i, m in enumerate(items):
+            self.add_module(str(i), m)
+
+    def __delitem__(self, idx):
+        items = list(self._modules.values())
+        del items[idx if isinstance(idx, slice) else _index(idx, len(items), type(self).__name__)]
+        self._renumber(items)
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules):
+        for m in modules:
+            self.append(m)
+        return self
+
+    def insert(self, index, module):
+        items = list(self._modules.values())
+        items.insert(index, module)
+        self._renumber(items)
+        return self
+
+
+class Sequential(_ModuleSequence, Module):
     """Runs its modules in order: ``Sequential(Linear(4, 8), ReLU(), Linear(8, 2))``; also takes
     an OrderedDict of name -> module."""
 
@@ -46,41 +81,8 @@ class Sequential(Module):
         key = list(self._modules)[_index(idx, len(self), "Sequential")]
         self.add_module(key, module)
 
-    def __delitem__(self, idx):
-        keys = list(self._modules)
-        for k in (keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(keys),
-                                                                         "Sequential")]]):
-            del self._modules[k]
-        items = list(self._modules.values())
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self._modules[str(i)] = m
 
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def append(self, module):
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules):
-        for m in modules:
-            self.append(m)
-        return self
-
-    def insert(self, index, module):
-        items = list(self._modules.values())
-        items.insert(index, module)
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self.add_module(str(i), m)
-        return self
-
-
-class ModuleList(Module):
+class ModuleList(_ModuleSequence, Module):
     """A list of modules, registered so the parent sees their parameters."""
 
     def __init__(self, modules=None):
@@ -96,37 +98,8 @@ class ModuleList(Module):
     def __setitem__(self, idx, module):
         self.add_module(str(_index(idx, len(self), "ModuleList")), module)
 
-    def __delitem__(self, idx):
-        items = list(self._modules.values())
-        del items[idx if isinstance(idx, slice) else _index(idx, len(items), "ModuleList")]
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self._modules[str(i)] = m
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
     def __add__(self, other):
         return ModuleList(list(self) + list(other))
-
-    def append(self, module):
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules):
-        for m in modules:
-            self.append(m)
-        return self
-
-    def insert(self, index, module):
-        items = list(self._modules.values())
-        items.insert(index, module)
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self.add_module(str(i), m)
 
     def forward(self, *args):
         raise NotImplementedError("ModuleList has no forward(); iterate over it instead")
