@@ -389,3 +389,17 @@ def test_concurrent_callers_release_the_gil():
     assert not errors
     for (a, b), got in zip(pairs, results):
         assert_close(got, a, b)
+
+
+def test_peak_and_workspace_counters():
+    """The FMA peak the benchmarks quote % of, and the arena's steady-state counters."""
+    peak = _C.peak_gflops(0.01)
+    assert 0.1 < peak < 10000
+    a = np.ones((64, 64), np.float32)
+    _C.matmul(a, a)
+    before = _C.workspace_allocations()
+    _C.arena_reset_peak()
+    for _ in range(3):
+        np.testing.assert_allclose(_C.matmul(a, a), a @ a)
+    assert _C.workspace_allocations() == before          # nothing allocated in steady state
+    assert 0 < _C.arena_peak_bytes()

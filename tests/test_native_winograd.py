@@ -338,47 +338,96 @@ def test_u_with_matching_tile_and_w_ignored():
     assert_winograd_close(y, x, wt, None, 1, 1, 2)
 
 
-# ---- the weight cache --------------------------------------------------------------------------
+# ---- prepared (cached) Winograd weights ------------------------------------------------------
 
-def test_weight_cache_follows_in_place_updates():
+def _conv_model(rng):
     import minitorch_edge as mte
+    conv = mte.nn.Conv2d(32, 32, 3, padding=1)
+    x = mte.tensor(rand(rng, (1, 32, 16, 16)))
+    return mte, conv, x
+
+
+@native
+def test_prepared_weights_follow_every_writer():
+    """Inference reuses U; every way the library writes a weight drops it."""
+    from minitorch_edge.backend import prepared
     rng = np.random.default_rng(4)
-    w = mte.tensor(rand(rng, (4, 3, 3, 3)), requires_grad=True)
-    cache = wg.WinogradWeightCache()
-    u1 = cache.get(w, 4)
-    assert cache.get(w, 4) is u1 and (cache.hits, cache.misses) == (1, 1)
-    assert not u1.flags.writeable
-    np.testing.assert_allclose(u1, wg.transform_weight(w._data, 4), rtol=1e-6, atol=1e-6)
-    u2 = cache.get(w, 2)  # another tile: another entry
-    assert u2.shape == (16, 3, 4) and len(cache) == 2
+    mte, conv, x = _conv_model(rng)
+    assert _C.winograd_should_use(1, 32, 32, 16, 16, 1, 1, cached=True)
 
-    opt = mte.optim.SGD([w], lr=0.1)  # an optimizer step changes w in place
-    w.grad = mte.tensor(np.ones((4, 3, 3, 3), np.float32))
+    def check():  # the result is Winograd's for the weight as it is now
+        with mte.no_grad():
+            y = conv(x)
+        tile = _C.winograd_tile(1, 32, 32, 16, 16, 1, 1, cached=True)
+        assert_winograd_close(y._data, x._data, conv.weight._data, conv.bias._data, 1, 1, tile)
+
+    check()
+    before = prepared.stats()
+    check()                                       # second call: U comes from the cache
+    after = prepared.stats()
+    assert after["hits"] == before["hits"] + 1 and after["misses"] == before["misses"]
+
+    opt = mte.optim.SGD(conv.parameters(), lr=0.5)  # an optimizer step
+    conv(x).sum().backward()
     opt.step()
-    u3 = cache.get(w, 4)
-    assert u3 is not u1
-    np.testing.assert_allclose(u3, wg.transform_weight(w._data, 4), rtol=1e-6, atol=1e-6)
+    check()
+    other = mte.nn.Conv2d(32, 32, 3, padding=1)   # load_state_dict
+    conv.load_state_dict(other.state_dict())
+    check()
+    mte.nn.init.normal_(conv.weight)              # nn.init
+    check()
+    with mte.no_grad():
+        conv.weight.mul_(0.5)                     # an in-place op
+        check()
+        conv.weight.data.add_(1.0)                # an in-place op through .data
+        check()
+        conv.weight[0] = 0.25                     # index assignment
+        check()
+    conv.weight.data = mte.tensor(rand(rng, (32, 32, 3, 3)))  # a new array
+    check()
 
-    w.data = mte.tensor(rand(rng, (4, 3, 3, 3)))  # a new array behind the same Tensor
-    u4 = cache.get(w, 4)
-    np.testing.assert_allclose(u4, wg.transform_weight(w._data, 4), rtol=1e-6, atol=1e-6)
 
-    del w, opt
+@native
+def test_prepared_weights_can_be_disabled_and_die_with_their_array():
+    from minitorch_edge.backend import prepared
+    rng = np.random.default_rng(5)
+    mte, conv, x = _conv_model(rng)
+    with mte.no_grad():
+        conv(x)
+    alive = prepared.stats()["entries"]
+    assert alive >= 1
+    del conv
     gc.collect()
-    assert len(cache) == 0  # entries die with their Tensor
+    assert prepared.stats()["entries"] == alive - 1  # the weight's entry died with it
+    prepared.set_enabled(False)
+    try:
+        assert prepared.stats()["entries"] == 0
+        mte, conv, x = _conv_model(rng)
+        with mte.no_grad():
+            y = conv(x)
+        assert prepared.stats()["entries"] == 0
+        tile = _C.winograd_tile(1, 32, 32, 16, 16, 1, 1)
+        assert_winograd_close(y._data, x._data, conv.weight._data, conv.bias._data, 1, 1, tile)
+    finally:
+        prepared.set_enabled(True)
 
 
-def test_weight_cache_custom_transform():
-    import minitorch_edge as mte
+def test_prepared_get_keys_by_view_and_key():
+    from minitorch_edge.backend import prepared
+    base = np.arange(24, dtype=np.float32).reshape(4, 6)
     calls = []
 
-    def transform(arr, tile):
-        calls.append(tile)
-        return wg.transform_weight(arr, tile)
-    cache = wg.WinogradWeightCache(transform)
-    w = mte.tensor(np.ones((2, 2, 3, 3)))
-    cache.get(w, 2)
-    cache.get(w, 2)
-    assert calls == [2]
-    cache.clear()
-    assert len(cache) == 0
+    def make(a):
+        calls.append(a.shape)
+        return a * 2
+    first = prepared.get(base, "double", make)
+    assert prepared.get(base, "double", make) is first and not first.flags.writeable
+    half = prepared.get(base[:2], "double", make)  # another view of the same memory
+    np.testing.assert_array_equal(half, base[:2] * 2)
+    prepared.get(base, "other", make)
+    assert calls == [(4, 6), (2, 6), (4, 6)]
+    prepared.wrote(base[1:])                       # a write through any view drops all of them
+    prepared.get(base, "double", make)
+    assert len(calls) == 4
+    prepared.clear()
+    assert prepared.stats()["entries"] == 0

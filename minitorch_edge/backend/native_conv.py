@@ -6,7 +6,8 @@ numpy_backend.py; native_backend.py merges the names listed in ``KERNELS``. Whic
     depthwise 3x3, padding 1, stride 1 or 2     _C.depthwise3x3*      (when built)
     3x3, stride 1, groups 1, symmetric padding  _C.winograd3x3        (when built, when
                                                 (inference only)      _C.winograd_should_use,
-                                                                      and grad mode is off)
+                                                                      and grad mode is off;
+                                                                      U cached: prepared.py)
     everything else (any stride, padding, dilation, groups; 1x1 as a plain GEMM)
                                                 _C.conv2d*            im2col folded into the
                                                                       GEMM's packing (conv.c)
@@ -27,6 +28,7 @@ from ..autograd.grad_mode import _State
 
 from .. import _C  # ImportError when the extension is not built
 from . import numpy_backend as _ref
+from . import prepared
 
 __all__ = ["KERNELS", "conv2d", "conv2d_act", "conv2d_backward_input",
            "conv2d_backward_weight"]
@@ -65,23 +67,30 @@ def _dw_out(size, s):
     return (size - 1) // s + 1
 
 
-def _use_winograd(x_shape, w_shape, stride, padding, dilation, groups):
-    """Winograd F(m x m, 3x3) for inference, when built and its rule says it beats im2col."""
+def _winograd_tile(x_shape, w_shape, stride, padding, dilation, groups):
+    """The Winograd tile (4 or 2) to use for inference, or 0 for im2col: Winograd needs grad
+    mode off, the kernel built, a 3x3 stride-1 groups-1 conv, and its rule to say it wins
+    (with weights transformed once and cached unless caching is off)."""
     if _State.enabled or not hasattr(_C, "winograd3x3") or groups != 1 or w_shape[2:] != (3, 3):
-        return False
+        return 0
     if stride != (1, 1) or dilation != (1, 1):
-        return False
+        return 0
     top, bottom, left, right = padding
     if top != bottom or left != right:
-        return False
+        return 0
     n, c, h, w = x_shape
     ho, wo = h + 2 * top - 2, w + 2 * left - 2
     if ho < 1 or wo < 1 or n == 0:
-        return False
-    if hasattr(_C, "winograd_should_use"):  # (N, C, K, H, W, pad_h, pad_w), input size
-        return bool(_C.winograd_should_use(n, c, w_shape[0], h, w, top, left))
-    # TODO: no selection rule exposed: keep im2col + GEMM rather than guess
-    return False
+        return 0
+    cached = prepared.enabled()
+    if _C.winograd_should_use(n, c, w_shape[0], h, w, top, left, cached=cached):
+        return _C.winograd_tile(n, c, w_shape[0], h, w, top, left, cached=cached)
+    return 0
+
+
+def _winograd_u(w, tile):
+    """Winograd's transformed weights for w, made once per weight (backend/prepared.py)."""
+    return prepared.get(w, ("winograd", tile), lambda a: _C.winograd_transform_weight(a, tile))
 
 
 # ---- the backend contract ----------------------------------------------------------------------
@@ -95,8 +104,10 @@ def conv2d(x, w, bias, stride, padding, dilation, groups):
     s = _depthwise3x3_stride(x.shape[1], w.shape, stride, padding, dilation, groups)
     if s is not None and hasattr(_C, "depthwise3x3"):
         return _C.depthwise3x3(x, w, bias, s)
-    if _use_winograd(x.shape, w.shape, stride, padding, dilation, groups):
-        return _C.winograd3x3(x, w, bias, padding[0], padding[2])
+    tile = _winograd_tile(x.shape, w.shape, stride, padding, dilation, groups)
+    if tile:
+        return _C.winograd3x3(x, w, bias, padding[0], padding[2], U=_winograd_u(w, tile),
+                              tile=tile)
     return _C.conv2d(x, w, bias, stride, padding, dilation, groups)
 
 

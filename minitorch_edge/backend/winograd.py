@@ -37,10 +37,9 @@ independent matrix products, which is where the time goes (the SGEMM):
     y     = A^T M[:, t, k] A + bias, each m x m block cropped into the (N, K, Ho, Wo) output
 
 ``winograd3x3`` computes exactly this with numpy (readable, not fast); the native kernel does
-the same steps with vector transforms and the SGEMM microkernel. ``WinogradWeightCache`` keeps
-U for a weight Tensor until the weight changes.
+the same steps with vector transforms and the SGEMM microkernel. The native backend keeps U
+between calls until the weight is written (backend/prepared.py).
 """
-import weakref
 from fractions import Fraction
 from functools import lru_cache
 from math import gcd
@@ -48,7 +47,7 @@ from math import gcd
 import numpy as np
 
 __all__ = ["POINTS", "toom_cook", "matrices", "transform_weight", "winograd3x3",
-           "choose_tile", "should_use", "WinogradWeightCache"]
+           "choose_tile", "should_use"]
 
 INF = "inf"
 #: interpolation points of each tile size m (output block m x m, input tile (m+2) x (m+2))
@@ -207,70 +206,3 @@ def winograd3x3(x, w, bias=None, pad_h=1, pad_w=1, U=None, tile=0):
     if bias is not None:
         y = y + np.asarray(bias, x.dtype).reshape(1, k, 1, 1)
     return np.ascontiguousarray(y)
-
-
-# ---- caching U ---------------------------------------------------------------------------------
-
-class WinogradWeightCache:
-    """U = transform_weight(weight) for weight Tensors, recomputed only when a weight changes.
-
-    A weight is updated in place during training (the optimizer writes into the same array),
-    so neither the array's address nor its shape tells whether U is stale. Every in-place
-    change bumps the Tensor's version counter (``weight._version``), so an entry is keyed by
-    ``(id(weight), tile)`` and valid while the Tensor is still alive (a weak reference that
-    still points at it: ids are reused after death), its version is unchanged, and its array
-    is the same object with the same address and shape (``weight.data = other`` replaces it).
-    Entries die with their Tensor. How the op layer would use it (Conv2dFn.forward, which has
-    the weight Tensor):
-
-        U = _cache.get(w, tile)                     # transformed once per optimizer step
-        y = _C.winograd3x3(x._data, None, b, ph, pw, U=U)
-
-    ``transform`` defaults to the native transform when built, else the numpy one.
-    """
-
-    def __init__(self, transform=None):
-        self._transform = transform
-        self._entries = {}
-        self.hits = self.misses = 0
-
-    def _default_transform(self, w, tile):
-        try:
-            from .. import _C
-            if hasattr(_C, "winograd_transform_weight") and w.dtype == np.float32:
-                return _C.winograd_transform_weight(np.ascontiguousarray(w), tile)
-        except ImportError:
-            pass
-        return transform_weight(w, tile)
-
-    @staticmethod
-    def _stamp(weight):
-        data = weight._data
-        return (weight._version, id(data), data.__array_interface__["data"][0], data.shape,
-                data.strides, data.dtype.str)
-
-    def get(self, weight, tile=4):
-        """U for the weight Tensor (K, C, 3, 3) and tile (4 or 2)."""
-        key = (id(weight), tile)
-        stamp = self._stamp(weight)
-        entry = self._entries.get(key)
-        if entry is not None and entry[0]() is weight and entry[1] == stamp:
-            self.hits += 1
-            return entry[2]
-        self.misses += 1
-        transform = self._transform or self._default_transform
-        u = transform(weight._data, tile)
-        u.setflags(write=False)
-        entries = self._entries
-
-        def drop(ref, key=key):  # the Tensor died: forget its U (unless the id was reused)
-            if key in entries and entries[key][0] is ref:
-                del entries[key]
-        self._entries[key] = (weakref.ref(weight, drop), stamp, u)
-        return u
-
-    def clear(self):
-        self._entries.clear()
-
-    def __len__(self):
-        return len(self._entries)

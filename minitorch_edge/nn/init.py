@@ -21,6 +21,7 @@ import warnings
 import numpy as np
 
 from ..autograd.grad_mode import no_grad
+from ..backend.prepared import wrote as _wrote
 from ..ops.unary import _erfinv
 from ..random import np_rng
 from ..tensor import Tensor
@@ -65,6 +66,7 @@ def _fill(tensor, values, name):
     np.copyto(tensor._data, values, casting="unsafe")
     tensor._vc[0] += 1
     tensor._vc[1] = name
+    _wrote(tensor._data)
     return tensor
 
 

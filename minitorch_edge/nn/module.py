@@ -11,6 +11,7 @@ from collections import OrderedDict, namedtuple
 import numpy as np
 
 from .. import dtypes as _dt
+from ..backend.prepared import wrote as _wrote
 from ..tensor import Tensor
 from .parameter import Buffer, Parameter
 
@@ -375,6 +376,7 @@ class Module:
                 arr = value._data if isinstance(value, Tensor) else np.asarray(value)
                 np.copyto(target._data, arr, casting="unsafe")
                 target._vc[0] += 1
+                _wrote(target._data)
         return _IncompatibleKeys(missing, unexpected)
 
     # ---- printing --------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd.grad_mode import _State
+from ..backend.prepared import wrote as _wrote
 from ..tensor import Tensor
 from . import compare as C
 from . import elementwise as E
@@ -91,6 +92,7 @@ def apply_inplace(self, name, compute, args=(), cast=False):
         np.copyto(dst, out, casting="unsafe")
     self._vc[0] += 1
     self._vc[1] = name
+    _wrote(dst)
     if recording and result._fn is not None:
         self._fn, self._nr, self._rg = result._fn, result._nr, True
     return self
@@ -178,6 +180,7 @@ def _random_fill(name, draw):
         values = draw(np_rng(generator), self._data.shape, *args, **kwargs)
         np.copyto(self._data, values, casting="unsafe")
         self._vc[0] += 1
+        _wrote(self._data)
         self._vc[1] = name
         return self
     method.__name__ = name + "_"
@@ -217,6 +220,7 @@ def _setitem(self, index, value):
                            f"broadcast to indexing result of shape {list(idx.shape)}") from None
     idx.put(self._data, value._data)
     self._vc[0] += 1
+    _wrote(self._data)
     self._vc[1] = "index_put"
 
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd.grad_mode import enable_grad, no_grad
+from ..backend.prepared import wrote as _wrote
 from ..tensor import Tensor
 
 __all__ = ["Optimizer", "required"]
@@ -247,6 +248,7 @@ class Optimizer:
         """Record that ``p`` was written in place (its version counter, as ``add_`` would)."""
         p._vc[0] += 1
         p._vc[1] = "add"
+        _wrote(p._data)
 
     @staticmethod
     def _lerp_(a, b, w):

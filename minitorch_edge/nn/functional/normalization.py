@@ -22,6 +22,7 @@ import numpy as np
 from ...autograd.function import Function
 from ...autograd.grad_mode import _State
 from ...ops._util import sum_to
+from ...backend.prepared import wrote as _wrote
 from ...ops.join import cat
 from ...tensor import Tensor
 
@@ -152,6 +153,7 @@ def _update_running(buf, value, momentum):
     arr *= 1 - momentum
     arr += (momentum * value.reshape(arr.shape)).astype(arr.dtype, copy=False)
     buf._vc[0] += 1
+    _wrote(arr)
 
 
 def _channel_view(t, ndim):

@@ -10,6 +10,7 @@ gradient by how often the row occurs in the batch.
 import numpy as np
 
 from ...autograd.function import Function
+from ...backend.prepared import wrote as _wrote
 from ...tensor import Tensor
 
 __all__ = ["embedding", "one_hot"]
@@ -101,6 +102,7 @@ def _renorm_rows(weight, idx, max_norm, norm_type):
         r = rows[big]
         w[r] = (w[r] * (max_norm / (norms[big] + 1e-7))[:, None]).astype(w.dtype)
         weight._vc[0] += 1
+        _wrote(w)
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,

@@ -20,6 +20,7 @@ from ... import dtypes as _dt
 from ...autograd.grad_mode import no_grad
 from ...tensor import Tensor
 from ..functional import normalization as N  # the module (no function has that name)
+from ...backend.prepared import wrote as _wrote
 from ..module import Module
 from ..parameter import Parameter
 
@@ -73,6 +74,7 @@ class _NormBase(Module):
             self.num_batches_tracked._data[...] = 0
             for b in (self.running_mean, self.running_var, self.num_batches_tracked):
                 b._vc[0] += 1
+                _wrote(b._data)
 
     def reset_parameters(self):
         self.reset_running_stats()
