@@ -4,10 +4,13 @@
         [--repeats 15] [--json out.json] [--quick]
 
 * SGEMM n = 256 ... 2048 against numpy's OpenBLAS (unset OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE in
-  this command only, as above), with GFLOP/s;
+  this command only, as above), with GFLOP/s and % of peak: the peak is measured in the same
+  run by libmte's FMA loop (`_C.peak_gflops`, one core, times the thread count);
 * conv 3x3 stride 1 (batch 1), 1x1 conv, depthwise 3x3 against PyTorch NCHW and channels_last
   (through `minitorch_edge.backend.conv2d`, i.e. whatever the dispatcher picks: im2col,
-  Winograd under no_grad, depthwise).
+  Winograd under no_grad with its weights prepared once, depthwise), with the workspace each
+  call takes from libmte's arena (peak bytes) and the arena allocations made by the timed
+  calls after the first (0 = nothing allocated in steady state).
 PyTorch's reference should run with MALLOC_MMAP_THRESHOLD_=1000000000 and
 MALLOC_TRIM_THRESHOLD_=1000000000 (otherwise glibc maps fresh pages per call for some
 convolutions); the script re-executes itself once with them set. Medians of `repeats` timings.
@@ -30,6 +33,10 @@ if any(os.environ.get(k) != v for k, v in _ENV.items()):
 import minitorch_edge as mte  # noqa: E402
 from minitorch_edge import backend  # noqa: E402
 
+try:
+    from minitorch_edge import _C  # noqa: E402
+except ImportError:
+    _C = None
 try:
     import torch  # noqa: E402
 except ImportError:
@@ -57,8 +64,9 @@ def sgemm_rows(sizes, repeats):
         ours = median_ms(lambda: backend.matmul(a, b), reps)
         ref = median_ms(lambda: np.matmul(a, b), reps)
         gflops = 2 * n ** 3 / (ours * 1e-3) / 1e9
+        ref_gflops = 2 * n ** 3 / (ref * 1e-3) / 1e9
         rows.append({"case": f"sgemm n={n}", "ours_ms": ours, "ref_ms": ref, "ref": "numpy",
-                     "ratio": ref / ours, "gflops": gflops})
+                     "ratio": ref / ours, "gflops": gflops, "ref_gflops": ref_gflops})
     return rows
 
 
@@ -82,9 +90,21 @@ def conv_rows(repeats):
         bias = rng.standard_normal(k).astype(np.float32)
         p = ks // 2
         with mte.no_grad():
-            ours = median_ms(lambda: backend.conv2d(x, w, bias, (s, s), (p, p, p, p), (1, 1), g),
-                             repeats)
-        row = {"case": name, "ours_ms": ours}
+            def call():
+                return backend.conv2d(x, w, bias, (s, s), (p, p, p, p), (1, 1), g)
+            call()
+            workspace = allocations = None
+            if _C is not None:   # the GEMM arena + Winograd's own (either may be unused)
+                _C.arena_reset_peak()
+                _C.winograd_workspace_reset_peak()
+                before = _C.workspace_allocations()
+                call()
+                workspace = _C.arena_peak_bytes() + _C.winograd_workspace_peak_bytes()
+            ours = median_ms(call, repeats)
+            if _C is not None:
+                allocations = _C.workspace_allocations() - before
+        row = {"case": name, "ours_ms": ours, "workspace_bytes": workspace,
+               "allocations_after_first": allocations}
         if torch is not None:
             tx, tw, tb = torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(bias)
             F = torch.nn.functional
@@ -119,22 +139,32 @@ def main(argv=None):
             limit = None
         if torch is not None:
             torch.set_num_threads(threads)
+        peak = _C.peak_gflops(0.3) * threads if _C is not None else float("nan")
         sg, cv = sgemm_rows(sizes, repeats), conv_rows(repeats)
-        results["runs"][threads] = {"sgemm": sg, "conv": cv}
-        print(f"\n### {threads} thread(s), backend {backend.active()}, medians\n")
-        print("| case | ours ms | numpy ms | numpy / ours | ours GFLOP/s |")
-        print("|---|---:|---:|---:|---:|")
+        for r in sg:
+            r["pct_peak"], r["ref_pct_peak"] = 100 * r["gflops"] / peak, 100 * r["ref_gflops"] / peak
+        results["runs"][threads] = {"peak_gflops": peak, "sgemm": sg, "conv": cv}
+        print(f"\n### {threads} thread(s), backend {backend.active()}, medians; fp32 peak "
+              f"{peak:.0f} GFLOP/s (FMA loop, {_C.active_isa() if _C else 'n/a'})\n")
+        print("| case | ours ms | numpy ms | numpy / ours | ours GFLOP/s (% peak) | "
+              "numpy GFLOP/s (% peak) |")
+        print("|---|---:|---:|---:|---:|---:|")
         for r in sg:
             print(f"| {r['case']} | {r['ours_ms']:.3f} | {r['ref_ms']:.3f} | {r['ratio']:.2f} | "
-                  f"{r['gflops']:.0f} |")
-        print("\n| case | ours ms | torch NCHW ms | NCHW / ours | torch CL ms | CL / ours |")
-        print("|---|---:|---:|---:|---:|---:|")
+                  f"{r['gflops']:.0f} ({r['pct_peak']:.0f}%) | "
+                  f"{r['ref_gflops']:.0f} ({r['ref_pct_peak']:.0f}%) |")
+        print("\n| case | ours ms | torch NCHW ms | NCHW / ours | torch CL ms | CL / ours | "
+              "workspace KiB | allocs after 1st |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
         for r in cv:
+            ws = "n/a" if r["workspace_bytes"] is None else f"{r['workspace_bytes'] / 1024:.0f}"
+            al = "n/a" if r["allocations_after_first"] is None else r["allocations_after_first"]
             if "torch_nchw_ms" in r:
                 print(f"| {r['case']} | {r['ours_ms']:.3f} | {r['torch_nchw_ms']:.3f} | "
-                      f"{r['ratio_nchw']:.2f} | {r['torch_cl_ms']:.3f} | {r['ratio_cl']:.2f} |")
+                      f"{r['ratio_nchw']:.2f} | {r['torch_cl_ms']:.3f} | {r['ratio_cl']:.2f} | "
+                      f"{ws} | {al} |")
             else:
-                print(f"| {r['case']} | {r['ours_ms']:.3f} | n/a | | n/a | |")
+                print(f"| {r['case']} | {r['ours_ms']:.3f} | n/a | | n/a | | {ws} | {al} |")
         if limit is not None:
             limit.unregister() if hasattr(limit, "unregister") else None
     if args.json:

@@ -201,4 +201,13 @@ PYBIND11_MODULE(_C, m) {
   m.def("has_openmp", [] { return mte_has_openmp() != 0; }, "Whether libmte uses OpenMP.");
   m.def("arena_peak_bytes", [] { return static_cast<uint64_t>(mte_default_arena_peak_bytes()); },
         "Peak bytes ever in use in the default workspace arena (packed GEMM panels...).");
+  m.def("peak_gflops", [](double seconds) {
+          py::gil_scoped_release nogil;
+          return mte_peak_gflops(seconds);
+        }, py::arg("seconds") = 0.2,
+        "One core's fp32 FMA peak (GFLOP/s) with the active ISA, timed over ~seconds.");
+  m.def("arena_reset_peak", &mte_default_arena_reset_peak,
+        "Start a new peak measurement: after one call, arena_peak_bytes() is its workspace.");
+  m.def("workspace_allocations", &mte_workspace_allocations,
+        "Blocks allocated by libmte's workspace arenas since start (constant in steady state).");
 }

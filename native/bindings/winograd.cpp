@@ -175,6 +175,8 @@ void mte_bind_winograd(pybind11::module_ &m) {
         "Whether Winograd (with winograd_tile's tile) is expected to beat im2col+GEMM for this\n"
         "3x3 stride-1 conv; cached as for winograd_tile. The rule and its measurements are in\n"
         "native/src/winograd.c.");
+  m.def("winograd_workspace_reset_peak", &mte_winograd_workspace_reset_peak,
+        "Start a new peak measurement of the Winograd workspace.");
   m.def("winograd_workspace_peak_bytes",
         [] { return static_cast<uint64_t>(mte_winograd_workspace_peak_bytes()); },
         "Peak bytes of the Winograd workspace (tiles, products, SGEMM packing).");

@@ -120,6 +120,9 @@ MTE_API const char *mte_compiled_isas(void);
  * pool does not survive fork; a parallel region there could hang). */
 MTE_API int mte_set_num_threads(int n);
 MTE_API int mte_get_num_threads(void);
+/* fp32 FMA peak of one core with the active ISA, in GFLOP/s: the best rate of a register-only
+ * FMA loop over about `seconds` (0.1 if <= 0). The ceiling "% of peak" is quoted against. */
+MTE_API double mte_peak_gflops(double seconds);
 MTE_API int mte_has_openmp(void); /* 1 if built with OpenMP */
 
 /* ---------------------------------------------------------------- 4. workspace arena */
@@ -151,13 +154,20 @@ MTE_API void mte_arena_reset(mte_arena *arena);
 MTE_API size_t mte_arena_capacity(const mte_arena *arena);
 MTE_API size_t mte_arena_used(const mte_arena *arena);
 MTE_API size_t mte_arena_peak_bytes(const mte_arena *arena);
+MTE_API void mte_arena_reset_peak(mte_arena *arena); /* peak = bytes in use now */
 MTE_API int mte_arena_check(const mte_arena *arena); /* MTE_OK or MTE_ECORRUPT */
 
 /* The library's shared default arena, used by kernels called with arena == NULL.
  * A call that finds it busy (another thread is inside a kernel) uses a private temporary
  * arena instead, so concurrent calls are safe. */
 MTE_API size_t mte_default_arena_peak_bytes(void);
+/* Start a new peak measurement (peak = bytes in use now, 0 between calls): run one call
+ * after it and mte_default_arena_peak_bytes() is that call's workspace. */
+MTE_API void mte_default_arena_reset_peak(void);
 MTE_API size_t mte_default_arena_capacity(void);
+/* Blocks allocated by all arenas since the process started (each grow of an arena, each
+ * private arena). In steady state (a repeated call with the same shapes) it stays put. */
+MTE_API uint64_t mte_workspace_allocations(void);
 /* Free the default arena's memory (it is re-created on next use). */
 MTE_API void mte_default_arena_release(void);
 

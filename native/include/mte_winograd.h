@@ -76,6 +76,7 @@ MTE_API int mte_winograd_should_use(int64_t N, int64_t C, int64_t K, int64_t Ho,
 /* Peak bytes of the Winograd workspace (tiles, products, scratch; SGEMM packing buffers
  * included), and a way to free it (re-created on next use). */
 MTE_API size_t mte_winograd_workspace_peak_bytes(void);
+MTE_API void mte_winograd_workspace_reset_peak(void); /* start a per-call measurement */
 MTE_API void mte_winograd_workspace_release(void);
 
 #ifdef __cplusplus

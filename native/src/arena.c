@@ -12,6 +12,7 @@
  */
 #define _POSIX_C_SOURCE 200809L /* posix_memalign */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,12 +39,18 @@ size_t mte_arena_footprint(size_t bytes) {
   return total;
 }
 
+/* every block any arena allocates (a grow, a private arena): the steady-state check */
+static atomic_ullong g_allocations;
+
 static void *aligned_block(size_t bytes) {
   void *p = NULL;
   if (bytes == 0) bytes = MTE_ALIGN;
   if (posix_memalign(&p, MTE_ALIGN, bytes) != 0) return NULL;
+  atomic_fetch_add(&g_allocations, 1);
   return p;
 }
+
+uint64_t mte_workspace_allocations(void) { return (uint64_t)atomic_load(&g_allocations); }
 
 mte_arena *mte_arena_create(size_t initial_bytes) {
   mte_arena *a = (mte_arena *)calloc(1, sizeof(mte_arena));
@@ -154,6 +161,16 @@ size_t mte_default_arena_peak_bytes(void) {
   size_t p = mte_arena_peak_bytes(g_default);
   pthread_mutex_unlock(&g_default_lock);
   return p;
+}
+
+void mte_arena_reset_peak(mte_arena *a) {
+  if (a) a->peak = a->used;
+}
+
+void mte_default_arena_reset_peak(void) {
+  pthread_mutex_lock(&g_default_lock);
+  mte_arena_reset_peak(g_default);
+  pthread_mutex_unlock(&g_default_lock);
 }
 
 size_t mte_default_arena_capacity(void) {

@@ -285,7 +285,7 @@ void mte__conv_macro_kernel(const mte_sgemm_kernel *k, int64_t mc, int64_t nc, i
       if (rows == mr && cols == nr) {
         k->ukernel(kc, ap + ir * kc, b, ct, ldc, 1.0f, beta);
       } else { /* ragged edge: the full tile on the stack, copy the valid part */
-        k->ukernel(kc, ap + ir * kc, b, tile, nr, 1.0f, 0.0f);
+        mte__ukernel_edge(k, kc, ap + ir * kc, b, tile, cols, 1.0f);
         for (int64_t i = 0; i < rows; ++i)
           for (int64_t jj = 0; jj < cols; ++jj)
             ct[i * ldc + jj] = tile[i * nr + jj] + (beta != 0.0f ? beta * ct[i * ldc + jj]

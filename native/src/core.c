@@ -8,10 +8,14 @@
  * fork(): GNU OpenMP's thread pool does not survive fork, and a child that opens a parallel
  * region after its parent used one hangs. A child process (e.g. a DataLoader worker)
  * therefore runs every kernel on one thread, whatever the setting.
+ *
+ * Peak: mte_peak_gflops() times the active ISA's FMA loop, the ceiling that "% of peak" in
+ * bench/kernels.py is measured against.
  */
-#define _POSIX_C_SOURCE 200809L /* pthread_atfork */
+#define _POSIX_C_SOURCE 200809L /* pthread_atfork, clock_gettime */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <time.h>
 
 #include "mte_internal.h"
 
@@ -79,4 +83,30 @@ int mte__num_threads(void) {
 #else
   return 1;
 #endif
+}
+
+/* ---------------------------------------------------------------- peak */
+
+static double seconds_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+double mte_peak_gflops(double seconds) {
+  if (!(seconds > 0.0)) seconds = 0.1;
+  if (seconds > 10.0) seconds = 10.0;
+  const mte_sgemm_kernel *k = mte__sgemm_kernel();
+  /* the best of several short runs: a descheduled slice only lowers one of them */
+  double best = 0.0, spent = 0.0;
+  int64_t rounds = 1 << 16;
+  while (spent < seconds) {
+    double t0 = seconds_now();
+    double flops = k->fma_peak(rounds);
+    double dt = seconds_now() - t0;
+    spent += dt;
+    if (dt < 2e-3) { rounds *= 2; continue; } /* too short to time well */
+    if (flops / dt > best) best = flops / dt;
+  }
+  return best * 1e-9;
 }

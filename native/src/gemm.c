@@ -155,7 +155,7 @@ static void macro_kernel(const mte_sgemm_kernel *k, int64_t mc, int64_t nc, int6
       if (rows == mr && cols == nr) {
         k->ukernel(kc, a, b, ct, ldc, alpha, beta);
       } else { /* ragged edge: full tile on the stack, copy the valid part */
-        k->ukernel(kc, a, b, tile, nr, alpha, 0.0f);
+        mte__ukernel_edge(k, kc, a, b, tile, cols, alpha);
         for (int64_t i = 0; i < rows; ++i) {
           float *dst = ct + i * ldc;
           const float *src = tile + i * nr;

@@ -40,15 +40,25 @@ typedef void (*mte_sgemm_ukernel_fn)(int64_t kc, const float *MTE_RESTRICT a,
                                      const float *MTE_RESTRICT b, float *MTE_RESTRICT c,
                                      int64_t ldc, float alpha, float beta);
 
+/* The arithmetic ceiling a microkernel aims at: `rounds` rounds of 12 independent FMA
+ * chains at the ISA's vector width (nothing loaded or stored). Returns the flops done. */
+typedef double (*mte_fma_peak_fn)(int64_t rounds);
+
 typedef struct mte_sgemm_kernel {
   const char *isa;             /* "generic", "avx2", "avx512", "neon" */
   int mr, nr;                  /* register tile */
   int mc, kc, nc;              /* cache blocks: mc % mr == 0, nc % nr == 0 */
   mte_sgemm_ukernel_fn ukernel;
+  /* optional: the same contract for a tile only nr/2 columns wide (b still has row stride
+   * nr), used for a last column panel with <= nr/2 valid columns: half the FMAs of a full
+   * tile, which for a 196-column output (1x1 conv on 14x14) is 1/14 of the whole GEMM */
+  mte_sgemm_ukernel_fn ukernel_half;
+  mte_fma_peak_fn fma_peak;    /* measures this ISA's fp32 FMA peak (mte_peak_gflops) */
 } mte_sgemm_kernel;
 
 /* Largest MR*NR of any kernel: sizes the stack tile used for edge tiles. */
 #define MTE_MAX_TILE (16 * 64)
+
 
 /* Kernels provided by the per-ISA files (each exists only where it is compiled). */
 extern const mte_sgemm_kernel mte_sgemm_kernel_generic;
@@ -61,6 +71,17 @@ extern const mte_sgemm_kernel mte_sgemm_kernel_avx512;
 #define MTE_HAVE_NEON_KERNELS 1
 extern const mte_sgemm_kernel mte_sgemm_kernel_neon;
 #endif
+
+/* A ragged edge tile (valid columns `cols` < nr) computed into the stack tile `tile`
+ * (row stride nr, beta 0): with the half-width microkernel when the columns fit in it. */
+static inline void mte__ukernel_edge(const struct mte_sgemm_kernel *k, int64_t kc,
+                                     const float *a, const float *b, float *tile, int64_t cols,
+                                     float alpha) {
+  if (cols <= k->nr / 2 && k->ukernel_half)
+    k->ukernel_half(kc, a, b, tile, k->nr, alpha, 0.0f);
+  else
+    k->ukernel(kc, a, b, tile, k->nr, alpha, 0.0f);
+}
 
 /* cpu.c: the SGEMM kernel for the active ISA (never NULL). */
 MTE_HIDDEN const mte_sgemm_kernel *mte__sgemm_kernel(void);

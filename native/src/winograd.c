@@ -108,6 +108,12 @@ size_t mte_winograd_workspace_peak_bytes(void) {
   return p;
 }
 
+void mte_winograd_workspace_reset_peak(void) {
+  pthread_mutex_lock(&g_ws_lock);
+  mte_arena_reset_peak(g_ws);
+  pthread_mutex_unlock(&g_ws_lock);
+}
+
 void mte_winograd_workspace_release(void) {
   pthread_mutex_lock(&g_ws_lock);
   mte_arena_destroy(g_ws);
@@ -332,7 +338,7 @@ static void gemm_xi(const wino_plan *P, int xi, int64_t tiles, const float *V, c
             gk->ukernel(kc, av, b, c, ldm, 1.0f, beta);
             continue;
           }
-          gk->ukernel(kc, av, b, tile, nr, 1.0f, 0.0f);
+          mte__ukernel_edge(gk, kc, av, b, tile, cols, 1.0f);
           for (int64_t r = 0; r < rows; ++r)
             for (int64_t j = 0; j < cols; ++j)
               c[r * ldm + j] = tile[r * nr + j] + (pc ? c[r * ldm + j] : 0.0f);

@@ -85,6 +85,27 @@ int main(void) {
   CHECK(b && mte_arena_capacity(b) >= 4096, "create with initial size");
   mte_arena_destroy(b);
 
+  /* steady state: a repeated SGEMM allocates nothing after its first call, and the
+   * default arena's peak can be measured per call */
+  {
+    enum { dim = 96 };
+    static float A[dim * dim], B[dim * dim], C[dim * dim];
+    for (int i = 0; i < dim * dim; ++i) A[i] = B[i] = (float)(i % 7) - 3.0f;
+    CHECK(mte_sgemm(0, 0, dim, dim, dim, 1.0f, A, dim, B, dim, 0.0f, C, dim) == MTE_OK, "first sgemm");
+    uint64_t allocs = mte_workspace_allocations();
+    CHECK(allocs >= 1, "the first call allocated its workspace");
+    mte_default_arena_reset_peak();
+    CHECK(mte_default_arena_peak_bytes() == 0, "peak reset between calls");
+    for (int r = 0; r < 3; ++r)
+      CHECK(mte_sgemm(0, 0, dim, dim, dim, 1.0f, A, dim, B, dim, 0.0f, C, dim) == MTE_OK, "sgemm again");
+    CHECK(mte_workspace_allocations() == allocs, "no allocation in steady state");
+    size_t call_peak = mte_default_arena_peak_bytes();
+    CHECK(call_peak > 0 && call_peak <= mte_default_arena_capacity(), "per-call peak measured");
+    mte_arena *c = mte_arena_create(128);
+    CHECK(c && mte_workspace_allocations() == allocs + 1, "every arena block is counted");
+    mte_arena_destroy(c);
+  }
+
   CHECK(mte_status_string(MTE_EINVAL) != NULL && mte_status_string(12345) != NULL,
         "status strings");
   return mte_test_summary("test_arena");

@@ -96,6 +96,10 @@ int main(int argc, char **argv) {
     int st = mte_set_isa(isas[i]);
     if (mte_isa_available(isas[i])) {
       CHECK(st == MTE_OK && strcmp(mte_active_isa(), isas[i]) == 0, "set_isa %s", isas[i]);
+      /* each ISA's FMA loop runs and gives a plausible rate (0.1 .. 10000 GFLOP/s) */
+      double peak = mte_peak_gflops(0.01);
+      printf("fp32 FMA peak with %s: %.1f GFLOP/s\n", isas[i], peak);
+      CHECK(peak > 0.1 && peak < 10000.0, "peak %s %.3f", isas[i], peak);
     } else {
       CHECK(st == MTE_EUNSUPPORTED && strcmp(mte_active_isa(), before) == 0,
             "set_isa %s refused", isas[i]);

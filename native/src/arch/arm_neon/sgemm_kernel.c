@@ -53,6 +53,21 @@ static void sgemm_ukernel_neon(int64_t kc, const float *MTE_RESTRICT a,
   STORE(0); STORE(1); STORE(2); STORE(3); STORE(4); STORE(5); STORE(6); STORE(7);
 }
 
+/* 12 independent chains of FMAs: enough to cover the FMA latency on two pipes. */
+static double fma_peak_neon(int64_t rounds) {
+  float32x4_t acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = vdupq_n_f32(0.001f * (float)i);
+  const float32x4_t x = vdupq_n_f32(0.999f), y = vdupq_n_f32(0.0001f);
+  for (int64_t r = 0; r < rounds; ++r)
+    for (int i = 0; i < 12; ++i) acc[i] = vfmaq_f32(y, acc[i], x);
+  float sink[4];
+  for (int i = 1; i < 12; ++i) acc[0] = vfmaq_f32(acc[0], acc[i], x);
+  vst1q_f32(sink, acc[0]);
+  volatile float keep = sink[0]; /* the loop's result is used: it cannot be removed */
+  (void)keep;
+  return (double)rounds * 12.0 * 4 * 2.0;
+}
+
 _Static_assert(MR * NR <= MTE_MAX_TILE, "edge tile buffer in gemm.c too small");
 
 const mte_sgemm_kernel mte_sgemm_kernel_neon = {
@@ -63,5 +78,6 @@ const mte_sgemm_kernel mte_sgemm_kernel_neon = {
     .kc = 256,  /* B micro-panel 256 x 12 floats = 12 KiB of the 32 KiB L1 */
     .nc = 3072,
     .ukernel = sgemm_ukernel_neon,
+    .fma_peak = fma_peak_neon,
 };
 #endif

@@ -84,6 +84,44 @@ static void sgemm_ukernel_avx512(int64_t kc, const float *MTE_RESTRICT a,
   }
 }
 
+/* The MR x 16 tile of a panel whose valid columns all lie in its first 16: one zmm per
+ * row, B read with the full panel's row stride NR. */
+static void sgemm_ukernel_avx512_half(int64_t kc, const float *MTE_RESTRICT a,
+                                      const float *MTE_RESTRICT b, float *MTE_RESTRICT c,
+                                      int64_t ldc, float alpha, float beta) {
+  __m512 acc[MR];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < kc; ++p) {
+    const __m512 bv = _mm512_load_ps(b + p * NR);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i)
+      acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[p * MR + i]), bv, acc[i]);
+  }
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    __m512 r = _mm512_mul_ps(va, acc[i]);
+    if (beta != 0.0f) r = _mm512_fmadd_ps(vb, _mm512_loadu_ps(c + i * ldc), r);
+    _mm512_storeu_ps(c + i * ldc, r);
+  }
+}
+
+/* 12 independent chains of FMAs: enough to cover the FMA latency on two pipes. */
+static double fma_peak_avx512(int64_t rounds) {
+  __m512 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(0.001f * (float)i);
+  const __m512 x = _mm512_set1_ps(0.999f), y = _mm512_set1_ps(0.0001f);
+  for (int64_t r = 0; r < rounds; ++r)
+    for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_ps(acc[i], x, y);
+  float sink[16];
+  for (int i = 1; i < 12; ++i) acc[0] = _mm512_fmadd_ps(acc[0], acc[i], x);
+  _mm512_storeu_ps(sink, acc[0]);
+  volatile float keep = sink[0]; /* the loop's result is used: it cannot be removed */
+  (void)keep;
+  return (double)rounds * 12.0 * 16 * 2.0;
+}
+
 _Static_assert(MR * NR <= MTE_MAX_TILE, "edge tile buffer in gemm.c too small");
 
 const mte_sgemm_kernel mte_sgemm_kernel_avx512 = {
@@ -94,5 +132,7 @@ const mte_sgemm_kernel mte_sgemm_kernel_avx512 = {
     .kc = MTE_AVX512_KC,
     .nc = (MTE_AVX512_NC / NR) * NR,
     .ukernel = sgemm_ukernel_avx512,
+    .ukernel_half = NV == 2 ? sgemm_ukernel_avx512_half : NULL,
+    .fma_peak = fma_peak_avx512,
 };
 #endif
