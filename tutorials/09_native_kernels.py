@@ -102,3 +102,31 @@ for tile in (2, 4):
     print(f"F({tile}x{tile},3x3): {a * a} multiplications for {tile * tile} outputs "
           f"(direct: {9 * tile * tile}) -> {9 * tile * tile / (a * a):.2f}x fewer")
     print("  B^T =\n", np.array2string(np.asarray(bt, float), precision=3, suppress_small=True))
+
+# %% [markdown]
+# ## 4. Transform the weights once: prepared weights
+# Winograd starts by turning every 3x3 filter into an a x a tile U = G w G^T. Weights do not
+# change between inference calls, so the native backend keeps U (`backend/prepared.py`) and
+# drops it when anything writes the weight (an optimizer step, `load_state_dict`, `nn.init`,
+# an in-place op). Below: the same layer, transforming per call vs reusing U.
+
+# %%
+if _C is not None and hasattr(_C, "winograd_transform_weight"):
+    from minitorch_edge.backend import prepared
+
+    conv = mte.nn.Conv2d(64, 64, 3, padding=1)
+    xt = mte.randn(1, 64, 28, 28)
+    with mte.no_grad():
+        tile = _C.winograd_tile(1, 64, 64, 28, 28, 1, 1, cached=True)
+        wd, bd = conv.weight.detach().numpy(), conv.bias.detach().numpy()
+        t_per_call = best_ms(lambda: _C.winograd3x3(xt.numpy(), wd, bd, 1, 1, tile=tile))
+        conv(xt)                                   # first call: U is computed and kept
+        t_prepared = best_ms(lambda: conv(xt))
+        hits = prepared.stats()["hits"]
+        conv.weight.mul_(0.5)                      # a write: U is dropped ...
+        y = conv(xt)                               # ... and recomputed from the new weight
+    ref = numpy_backend.conv2d(xt.numpy(), conv.weight.detach().numpy(), bd, (1, 1), pad,
+                               (1, 1), 1)
+    assert np.abs(y.numpy() - ref).max() / np.abs(ref).max() < 1e-4
+    print(f"Winograd F({tile},3), U per call: {t_per_call:.3f} ms; U prepared once, through "
+          f"nn.Conv2d: {t_prepared:.3f} ms ({hits} cache hits so far)")
