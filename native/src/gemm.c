@@ -150,6 +150,10 @@ static void macro_kernel(const mte_sgemm_kernel *k, int64_t mc, int64_t nc, int6
       int64_t rows = min64(mr, mc - ir);
       const float *a = ap + ir * kc;
       float *ct = c + ir * ldc + jr;
+      if (last && ep && ep->residual) /* fetch the residual tile while the tile is computed */
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t j = 0; j < cols; j += 16)
+            __builtin_prefetch(ep->residual + (row0 + ir + i) * ep->ld_residual + col0 + jr + j);
       if (rows == mr && cols == nr) {
         k->ukernel(kc, a, b, ct, ldc, alpha, beta);
       } else { /* ragged edge: full tile on the stack, copy the valid part */
