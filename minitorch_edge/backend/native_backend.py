@@ -20,9 +20,13 @@ import numpy as np
 
 from .. import _C  # ImportError when the extension is not built
 
-__all__ = ["AVAILABLE_KERNELS", "matmul", "info", "set_num_threads", "get_num_threads"]
+from . import numpy_backend as _ref
 
-AVAILABLE_KERNELS = frozenset({"matmul"}) if "sgemm" in _C.kernels() else frozenset()
+__all__ = ["AVAILABLE_KERNELS", "matmul", "gemm_epilogue", "info", "set_num_threads",
+           "get_num_threads"]
+
+AVAILABLE_KERNELS = frozenset({"matmul", "gemm_epilogue"}) if "sgemm" in _C.kernels() \
+    else frozenset()
 
 
 def _batched(x, batch_shape, n_batch):
@@ -85,6 +89,30 @@ def matmul(a, b):
     if out.ndim == 0:  # vector . vector: np.matmul returns a numpy scalar
         out = out[()]
     return out
+
+
+def _plain32(x):
+    return x is None or (type(x) is np.ndarray and x.dtype == np.float32)
+
+
+def gemm_epilogue(a, b, bias=None, bias_mode="col", act=None, residual=None, trans_a=False,
+                  trans_b=False):
+    """numpy_backend.gemm_epilogue (same arguments and result, to float32 rounding), as one
+    native SGEMM whose epilogue adds bias and residual and applies act to each tile while it
+    is in cache. Transposed views are read in place; other dtypes go to the numpy twin."""
+    if not (_plain32(a) and _plain32(b) and _plain32(bias) and _plain32(residual)
+            and a.ndim == 2 and b.ndim == 2):
+        return _ref.gemm_epilogue(a, b, bias, bias_mode, act, residual, trans_a, trans_b)
+    # a transposed view of a C-contiguous array is read as that array with the flag flipped
+    if not a.flags.c_contiguous and a.T.flags.c_contiguous:
+        a, trans_a = a.T, not trans_a
+    if not b.flags.c_contiguous and b.T.flags.c_contiguous:
+        b, trans_b = b.T, not trans_b
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    bias = None if bias is None else np.ascontiguousarray(bias)
+    residual = None if residual is None else np.ascontiguousarray(residual)
+    return _C.sgemm(a, b, trans_a=bool(trans_a), trans_b=bool(trans_b), bias=bias,
+                    bias_mode=bias_mode, act=act, residual=residual)
 
 
 def info():

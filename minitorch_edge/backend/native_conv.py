@@ -19,8 +19,11 @@ off, e.g. under ``no_grad``/``inference_mode``) and training keeps im2col + GEMM
 Anything the kernels do not take (a dtype other than float32, array subclasses) goes to the
 numpy twin; float32 arrays that are not C-contiguous are copied to C order first.
 
-``conv2d_act`` is the fused form (bias and ReLU/ReLU6 applied while each output tile is still
-in cache): the backend contract's conv2d has no activation argument, so it is separate.
+``conv2d_act`` is the fused form: bias, an optional residual shaped like the output (ResNet's
+relu(conv(x) + b + identity)) and an activation (ReLU, ReLU6, GELU, GELU-tanh) applied while
+each output tile is still in cache; the backend contract's conv2d has neither, so it is
+separate. The depthwise 3x3 kernel fuses only bias + ReLU/ReLU6, so GELU or a residual there
+goes to the im2col path (whose direct depthwise loops take every epilogue).
 """
 import numpy as np
 
@@ -111,24 +114,27 @@ def conv2d(x, w, bias, stride, padding, dilation, groups):
     return _C.conv2d(x, w, bias, stride, padding, dilation, groups)
 
 
-def conv2d_act(x, w, bias, stride, padding, dilation, groups, act=None):
-    """act(conv2d(...)) with act None, "relu" or "relu6", fused into the GEMM's epilogue
-    (float32 only; other dtypes run the numpy twin and the activation after it)."""
-    if not _native(x, w, bias):
+def conv2d_act(x, w, bias, stride, padding, dilation, groups, act=None, residual=None):
+    """act(conv2d(...) + residual): act None, "relu", "relu6", "gelu" or "gelu_tanh" and
+    residual None or shaped like the output, both fused into the GEMM's epilogue (float32
+    only; other dtypes run the numpy twin, then the residual and activation after it)."""
+    if act not in _ref.ACTIVATIONS:
+        _ref.epilogue_activation(np.zeros(0, np.float32), act, "conv2d_act")  # raises
+    if not _native(x, w, bias, residual):
         y = _ref.conv2d(x, w, bias, stride, padding, dilation, groups)
-        if act in ("relu", "relu6"):
-            y = np.maximum(y, 0)
-            if act == "relu6":
-                y = np.minimum(y, 6)
-        elif act not in (None, "none"):
-            raise ValueError(f"conv2d_act: act must be None, 'relu' or 'relu6', got {act!r}")
-        return y
+        if residual is not None:
+            if residual.shape != y.shape:
+                raise ValueError(f"conv2d_act: residual has shape {residual.shape}, expected "
+                                 f"the output's shape {y.shape}")
+            y = y + residual
+        return _ref.epilogue_activation(y, act, "conv2d_act")
     stride, padding, dilation = _geom(stride, padding, dilation)
-    x, w, bias = _c(x), _c(w), _c(bias)
+    x, w, bias, residual = _c(x), _c(w), _c(bias), _c(residual)
     s = _depthwise3x3_stride(x.shape[1], w.shape, stride, padding, dilation, groups)
-    if s is not None and hasattr(_C, "depthwise3x3") and act in (None, "none", "relu", "relu6"):
+    if (s is not None and hasattr(_C, "depthwise3x3") and residual is None
+            and act in (None, "none", "relu", "relu6")):
         return _C.depthwise3x3(x, w, bias, s, act or "none")
-    return _C.conv2d(x, w, bias, stride, padding, dilation, groups, act)
+    return _C.conv2d(x, w, bias, stride, padding, dilation, groups, act, residual)
 
 
 def conv2d_backward_input(grad_y, w, x_shape, stride, padding, dilation, groups):

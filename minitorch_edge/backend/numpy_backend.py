@@ -4,6 +4,8 @@ Each function takes numpy arrays and returns a numpy array. The native backend
 (native_backend.py) offers the same names with the same results, computed by libmte; tests
 compare the two. Keep this file the one a student reads to learn what a kernel computes.
 """
+import math
+
 import numpy as np
 
 NAME = "numpy"
@@ -12,6 +14,73 @@ NAME = "numpy"
 def matmul(a, b):
     """np.matmul semantics: 1-D, 2-D and batched (broadcast) matrix products."""
     return np.matmul(a, b)
+
+
+# ==== fused epilogue ============================================================================
+# What libmte does to each tile of a GEMM's (or conv's) result while it is still in cache:
+#     out = act(a @ b + bias + residual)
+# Here it is spelled out in separate numpy steps; the native twin does it in one pass.
+
+ACTIVATIONS = (None, "none", "relu", "relu6", "gelu", "gelu_tanh")
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def epilogue_activation(y, act, op="gemm_epilogue"):
+    """The epilogue's activations (y's dtype is kept; GELU is evaluated in float64):
+
+        relu       max(y, 0)
+        relu6      min(max(y, 0), 6)
+        gelu       0.5 y (1 + erf(y / sqrt 2))                         (exact, math.erf)
+        gelu_tanh  0.5 y (1 + tanh(sqrt(2/pi) (y + 0.044715 y^3)))     (PyTorch's 'tanh')
+    """
+    if act in (None, "none"):
+        return y
+    if act == "relu":
+        return np.maximum(y, 0)
+    if act == "relu6":
+        return np.minimum(np.maximum(y, 0), 6)
+    if act == "gelu":
+        y64 = np.asarray(y, dtype=np.float64)
+        return (0.5 * y64 * (1.0 + _erf(y64 / math.sqrt(2.0)))).astype(y.dtype)
+    if act == "gelu_tanh":
+        y64 = np.asarray(y, dtype=np.float64)
+        t = np.tanh(math.sqrt(2.0 / math.pi) * (y64 + 0.044715 * y64 ** 3))
+        return (0.5 * y64 * (1.0 + t)).astype(y.dtype)
+    raise ValueError(f"{op}: act must be one of None, 'none', 'relu', 'relu6', 'gelu', "
+                     f"'gelu_tanh', got {act!r}")
+
+
+def gemm_epilogue(a, b, bias=None, bias_mode="col", act=None, residual=None, trans_a=False,
+                  trans_b=False):
+    """act(op(a) @ op(b) + bias + residual), op(x) = x.T if trans_x else x; a, b 2-D.
+
+    bias: (N,) added to every row (bias_mode="col", a Linear layer's bias) or (M,) added to
+    every column (bias_mode="row", a conv's per-channel bias); residual: (M, N), added after
+    bias and before the activation (see epilogue_activation). Not differentiable by itself:
+    the ops that use it compose the gradient from the pieces."""
+    a = a.T if trans_a else a
+    b = b.T if trans_b else b
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
+        raise ValueError(f"gemm_epilogue: shapes cannot be multiplied "
+                         f"({'x'.join(map(str, a.shape))} and {'x'.join(map(str, b.shape))})")
+    m, n = a.shape[0], b.shape[1]
+    if bias_mode not in ("col", "row"):
+        raise ValueError(f"gemm_epilogue: bias_mode must be 'col' or 'row', got {bias_mode!r}")
+    if act not in ACTIVATIONS:
+        epilogue_activation(a[:0, :0], act)  # raises the error
+    out = np.matmul(a, b)
+    if bias is not None:
+        want = n if bias_mode == "col" else m
+        if bias.shape != (want,):
+            raise ValueError(f"gemm_epilogue: bias has shape {bias.shape}, expected ({want},) "
+                             f"for bias_mode={bias_mode!r} and a {m}x{n} result")
+        out = out + (bias if bias_mode == "col" else bias[:, None])
+    if residual is not None:
+        if residual.shape != (m, n):
+            raise ValueError(f"gemm_epilogue: residual has shape {residual.shape}, expected "
+                             f"({m}, {n}), the shape of the result")
+        out = out + residual
+    return epilogue_activation(out, act)
 
 
 # ==== convolution ===============================================================================

@@ -73,15 +73,17 @@ void check_channels(const char *op, int64_t C, int64_t K, int64_t Cg, int64_t gr
 }
 
 int parse_act(py::handle act) {
+  const std::string expected = "None, 'none', 'relu', 'relu6', 'gelu' or 'gelu_tanh'";
   if (act.is_none()) return MTE_ACT_NONE;
   if (!py::isinstance<py::str>(act))
-    throw py::type_error("conv2d: act must be None, 'none', 'relu' or 'relu6', got " +
-                         type_name(act));
+    throw py::type_error("conv2d: act must be " + expected + ", got " + type_name(act));
   std::string a = py::cast<std::string>(act);
   if (a == "none") return MTE_ACT_NONE;
   if (a == "relu") return MTE_ACT_RELU;
   if (a == "relu6") return MTE_ACT_RELU6;
-  throw py::value_error("conv2d: act must be 'none', 'relu' or 'relu6', got '" + a + "'");
+  if (a == "gelu") return MTE_ACT_GELU;
+  if (a == "gelu_tanh") return MTE_ACT_GELU_TANH;
+  throw py::value_error("conv2d: act must be " + expected + ", got '" + a + "'");
 }
 
 std::array<int64_t, 4> shape4(const char *op, const char *name, py::handle obj) {
@@ -95,7 +97,8 @@ py::array new_array(int64_t a, int64_t b, int64_t c, int64_t e) {
 }
 
 py::array conv2d(py::handle x_obj, py::handle w_obj, py::handle b_obj, py::handle stride,
-                 py::handle padding, py::handle dilation, int64_t groups, py::handle act_obj) {
+                 py::handle padding, py::handle dilation, int64_t groups, py::handle act_obj,
+                 py::handle res_obj) {
   const char *op = "conv2d";
   py::array x = checked_array(op, "x", x_obj, 4, 4);
   py::array w = checked_array(op, "w", w_obj, 4, 4);
@@ -127,6 +130,18 @@ py::array conv2d(py::handle x_obj, py::handle w_obj, py::handle b_obj, py::handl
     throw py::value_error("conv2d: the padded input (" + shape_str(x) +
                           " plus padding) is smaller than the dilated kernel (" +
                           shape_str(w) + ")");
+  const float *residual = nullptr;
+  py::array res;
+  if (!res_obj.is_none()) {
+    res = checked_array(op, "residual", res_obj, 4, 4);
+    if (res.shape(0) != d.batch || res.shape(1) != d.out_channels || res.shape(2) != d.out_h ||
+        res.shape(3) != d.out_w)
+      throw py::value_error("conv2d: residual has shape (" + shape_str(res) +
+                            "), expected the output's shape (" + std::to_string(d.batch) +
+                            "x" + std::to_string(d.out_channels) + "x" +
+                            std::to_string(d.out_h) + "x" + std::to_string(d.out_w) + ")");
+    residual = static_cast<const float *>(res.data());
+  }
   py::array y = new_array(d.batch, d.out_channels, d.out_h, d.out_w);
   const float *xp = static_cast<const float *>(x.data());
   const float *wp = static_cast<const float *>(w.data());
@@ -134,7 +149,7 @@ py::array conv2d(py::handle x_obj, py::handle w_obj, py::handle b_obj, py::handl
   int st;
   {
     py::gil_scoped_release nogil;
-    st = mte_conv2d_forward(&d, xp, wp, bias, act, yp, nullptr);
+    st = mte_conv2d_forward_ex(&d, xp, wp, bias, act, residual, yp, nullptr);
   }
   raise_status(op, st);
   return y;
@@ -212,13 +227,15 @@ void mte_bind_conv(pybind11::module_ &m) {
   namespace py = pybind11;
   m.def("conv2d", &conv2d, py::arg("x"), py::arg("w"), py::arg("bias") = py::none(),
         py::arg("stride") = 1, py::arg("padding") = 0, py::arg("dilation") = 1,
-        py::arg("groups") = 1, py::arg("act") = py::none(),
-        "conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, act=None)\n\n"
-        "y = act(conv2d(x, w) + bias), NCHW float32 (numpy_backend.conv2d plus a fused\n"
-        "activation). x (N, C, H, W); w (O, C/groups, kh, kw); bias (O,) or None.\n"
+        py::arg("groups") = 1, py::arg("act") = py::none(), py::arg("residual") = py::none(),
+        "conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, act=None,\n"
+        "       residual=None)\n\n"
+        "y = act(conv2d(x, w) + bias + residual), NCHW float32 (numpy_backend.conv2d plus a\n"
+        "fused epilogue). x (N, C, H, W); w (O, C/groups, kh, kw); bias (O,) or None;\n"
+        "residual None or shaped like y, (N, O, Ho, Wo) (a ResNet block's identity).\n"
         "stride, dilation: int or (h, w); padding: int, (ph, pw) or (top, bottom, left,\n"
-        "right); act: None/'none', 'relu' or 'relu6', applied in the GEMM's epilogue.\n"
-        "Arrays must be C-contiguous float32. Returns (N, O, Ho, Wo).");
+        "right); act: None/'none', 'relu', 'relu6', 'gelu' or 'gelu_tanh', applied in the\n"
+        "GEMM's epilogue. Arrays must be C-contiguous float32. Returns (N, O, Ho, Wo).");
   m.def("conv2d_backward_input", &backward_input, py::arg("grad_y"), py::arg("w"),
         py::arg("x_shape"), py::arg("stride") = 1, py::arg("padding") = 0,
         py::arg("dilation") = 1, py::arg("groups") = 1,

@@ -30,8 +30,25 @@ using namespace mte_py;
 
 // ------------------------------------------------------------------------------ sgemm
 
+// "none"/"relu"/"relu6"/"gelu"/"gelu_tanh" (or None) -> mte_activation
+int sgemm_act(py::handle act) {
+  const char *expected = "None, 'none', 'relu', 'relu6', 'gelu' or 'gelu_tanh'";
+  if (act.is_none()) return MTE_ACT_NONE;
+  if (!py::isinstance<py::str>(act))
+    throw py::type_error(std::string("sgemm: act must be ") + expected + ", got " +
+                         type_name(act));
+  const std::string a = py::cast<std::string>(act);
+  if (a == "none") return MTE_ACT_NONE;
+  if (a == "relu") return MTE_ACT_RELU;
+  if (a == "relu6") return MTE_ACT_RELU6;
+  if (a == "gelu") return MTE_ACT_GELU;
+  if (a == "gelu_tanh") return MTE_ACT_GELU_TANH;
+  throw py::value_error(std::string("sgemm: act must be ") + expected + ", got '" + a + "'");
+}
+
 py::array sgemm(py::handle a_obj, py::handle b_obj, bool trans_a, bool trans_b, float alpha,
-                float beta, py::handle out_obj) {
+                float beta, py::handle out_obj, py::handle bias_obj, const std::string &bias_mode,
+                py::handle act_obj, py::handle res_obj) {
   py::array a = checked_array("sgemm", "a", a_obj, 2, 2);
   py::array b = checked_array("sgemm", "b", b_obj, 2, 2);
   const int64_t M = trans_a ? a.shape(1) : a.shape(0);
@@ -45,6 +62,39 @@ py::array sgemm(py::handle a_obj, py::handle b_obj, bool trans_a, bool trans_b, 
     if (trans_a || trans_b) s << " after transposing" << (trans_a ? " a" : "")
                               << (trans_a && trans_b ? " and" : "") << (trans_b ? " b" : "");
     throw py::value_error(s.str());
+  }
+
+  // the epilogue: act(... + bias + residual)
+  mte_epilogue ep{};
+  ep.activation = sgemm_act(act_obj);
+  if (bias_mode != "col" && bias_mode != "row")
+    throw py::value_error("sgemm: bias_mode must be 'col' (one bias per column, length N) or "
+                          "'row' (one per row, length M), got '" + bias_mode + "'");
+  py::array bias, res;
+  if (!bias_obj.is_none()) {
+    bias = checked_array("sgemm", "bias", bias_obj, 1, 1);
+    const bool col = bias_mode == "col";
+    const int64_t want = col ? N : M;
+    if (bias.shape(0) != want) {
+      std::ostringstream s;
+      s << "sgemm: bias has shape (" << shape_str(bias) << "), expected (" << want
+        << ",): one value per " << (col ? "column (N" : "row (M") << " = " << want
+        << ") of the " << M << "x" << N << " result for bias_mode='" << bias_mode << "'";
+      throw py::value_error(s.str());
+    }
+    ep.bias_mode = col ? MTE_BIAS_PER_COL : MTE_BIAS_PER_ROW;
+    ep.bias = static_cast<const float *>(bias.data());
+  }
+  if (!res_obj.is_none()) {
+    res = checked_array("sgemm", "residual", res_obj, 2, 2);
+    if (res.shape(0) != M || res.shape(1) != N) {
+      std::ostringstream s;
+      s << "sgemm: residual has shape (" << shape_str(res) << "), expected (" << M << "x" << N
+        << "), the shape of the result";
+      throw py::value_error(s.str());
+    }
+    ep.residual = static_cast<const float *>(res.data());
+    ep.ld_residual = std::max<int64_t>(1, N);
   }
 
   py::array out;
@@ -62,6 +112,11 @@ py::array sgemm(py::handle a_obj, py::handle b_obj, bool trans_a, bool trans_b, 
     if (!out.writeable()) throw py::value_error("sgemm: out is read-only");
     if (overlaps(out, a) || overlaps(out, b))
       throw py::value_error("sgemm: out must not share memory with a or b");
+    if (!bias_obj.is_none() && overlaps(out, bias))
+      throw py::value_error("sgemm: out must not share memory with bias");
+    if (!res_obj.is_none() && overlaps(out, res))
+      throw py::value_error("sgemm: out must not share memory with residual (to add out "
+                            "itself, pass beta=1 instead)");
   }
 
   const float *A = static_cast<const float *>(a.data());
@@ -73,7 +128,8 @@ py::array sgemm(py::handle a_obj, py::handle b_obj, bool trans_a, bool trans_b, 
   int st;
   {
     py::gil_scoped_release nogil;
-    st = mte_sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    st = mte_sgemm_ex(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, &ep,
+                      nullptr);
   }
   raise_status("sgemm", st);
   return out;
@@ -144,13 +200,21 @@ PYBIND11_MODULE(_C, m) {
 
   m.def("sgemm", &sgemm, py::arg("a"), py::arg("b"), py::arg("trans_a") = false,
         py::arg("trans_b") = false, py::arg("alpha") = 1.0f, py::arg("beta") = 0.0f,
-        py::arg("out") = py::none(),
-        "sgemm(a, b, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, out=None)\n\n"
-        "out = alpha * op(a) @ op(b) + beta * out, where op(x) is x.T if trans_x else x.\n"
-        "a, b: 2-D float32 C-contiguous arrays. out: optional (M, N) float32 C-contiguous,\n"
-        "writeable array not sharing memory with a or b; without it a new array is returned\n"
-        "(beta is then irrelevant: the result starts from zeros). With beta == 0 the old\n"
-        "contents of out are not read (NaN there does not propagate). Returns out.");
+        py::arg("out") = py::none(), py::arg("bias") = py::none(),
+        py::arg("bias_mode") = "col", py::arg("act") = py::none(),
+        py::arg("residual") = py::none(),
+        "sgemm(a, b, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, out=None, bias=None,\n"
+        "      bias_mode='col', act=None, residual=None)\n\n"
+        "out = act(alpha * op(a) @ op(b) + beta * out + bias + residual), where op(x) is x.T\n"
+        "if trans_x else x; bias, residual and act are applied to each tile of out while it\n"
+        "is in cache (fused epilogue). a, b: 2-D float32 C-contiguous arrays. out: optional\n"
+        "(M, N) float32 C-contiguous, writeable array not sharing memory with a, b, bias or\n"
+        "residual; without it a new array is returned (beta is then irrelevant: the result\n"
+        "starts from zeros). With beta == 0 the old contents of out are not read (NaN there\n"
+        "does not propagate). bias: (N,) for bias_mode='col' (added to every row, as in\n"
+        "Linear) or (M,) for 'row'. residual: (M, N), added after bias. act: None/'none',\n"
+        "'relu', 'relu6', 'gelu' (exact, erf) or 'gelu_tanh' (PyTorch's approximate='tanh').\n"
+        "Returns out.");
 
   m.def("matmul", &matmul, py::arg("a"), py::arg("b"),
         "matmul(a, b) -> float32 array\n\n"

@@ -188,7 +188,8 @@ MTE_API int mte_sgemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
                       float *C, int64_t ldc);
 
 /* Fused epilogue applied to each finished tile of C while it is still in cache:
- *   C = act(alpha * op(A) @ op(B) + beta * C + bias) */
+ *   C = act(alpha * op(A) @ op(B) + beta * C + bias + residual)
+ * (bias added first, then the residual, then the activation). */
 typedef enum mte_bias_mode {
   MTE_BIAS_NONE = 0,
   MTE_BIAS_PER_ROW = 1, /* bias[i] added to row i (length M), e.g. conv output channels */
@@ -197,16 +198,29 @@ typedef enum mte_bias_mode {
 
 typedef enum mte_activation {
   MTE_ACT_NONE = 0,
-  MTE_ACT_RELU = 1,  /* max(x, 0) */
-  MTE_ACT_RELU6 = 2  /* min(max(x, 0), 6) */
+  MTE_ACT_RELU = 1,     /* max(x, 0) */
+  MTE_ACT_RELU6 = 2,    /* min(max(x, 0), 6) */
+  MTE_ACT_GELU = 3,     /* 0.5 x (1 + erf(x / sqrt 2)): PyTorch's gelu(approximate='none');
+                           erf by a polynomial with |error| < 1e-7 */
+  MTE_ACT_GELU_TANH = 4 /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))):
+                           PyTorch's gelu(approximate='tanh') */
 } mte_activation;
 
+/* A zero-initialised struct is "no epilogue". The residual fields come last, after the
+ * original three, so an initialiser that sets only those (e.g. {MTE_BIAS_PER_COL, bias,
+ * MTE_ACT_RELU}) keeps working and means "no residual". */
 typedef struct mte_epilogue {
-  int bias_mode;     /* mte_bias_mode */
-  const float *bias; /* required unless bias_mode == MTE_BIAS_NONE */
-  int activation;    /* mte_activation */
+  int bias_mode;         /* mte_bias_mode */
+  const float *bias;     /* required unless bias_mode == MTE_BIAS_NONE */
+  int activation;        /* mte_activation */
+  const float *residual; /* NULL = none, else an M x N row-major matrix, added before act */
+  int64_t ld_residual;   /* its leading dimension, >= N (when residual != NULL) */
 } mte_epilogue;
 
+/* Residual rules: it is read once per element, after that element of C is final, so it may
+ * alias A or B, but it must not overlap C (MTE_EINVAL): C is overwritten tile by tile, so a
+ * residual inside C would be read half-updated. To add C itself use beta = 1, which gives
+ * the same act(alpha * A @ B + C + bias). */
 /* mte_sgemm with an optional epilogue (NULL = none) and an optional arena for the packed
  * panels (NULL = the default arena). */
 MTE_API int mte_sgemm_ex(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, float alpha,

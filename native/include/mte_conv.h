@@ -1,6 +1,6 @@
 /*
  * mte_conv.h - 2-D convolution of libmte (NCHW, float32): the forward pass with a fused
- * bias + activation epilogue, and both backward passes. Included by mte.h.
+ * bias + residual + activation epilogue, and both backward passes. Included by mte.h.
  *
  * Shapes (row-major, C-contiguous):
  *   x       (batch, in_channels, in_h, in_w)
@@ -48,11 +48,21 @@ MTE_API int64_t mte_conv2d_output_size(int64_t in, int64_t kernel, int64_t strid
                                        int64_t pad_before, int64_t pad_after,
                                        int64_t dilation);
 
-/* y = act(conv(x, w) + bias). activation: MTE_ACT_NONE, MTE_ACT_RELU or MTE_ACT_RELU6.
- * bias may be NULL. y must not overlap x, w or bias. */
+/* y = act(conv(x, w) + bias). activation: any mte_activation (MTE_ACT_NONE, RELU, RELU6,
+ * GELU, GELU_TANH). bias may be NULL. y must not overlap x, w or bias. */
 MTE_API int mte_conv2d_forward(const mte_conv2d_desc *d, const float *x, const float *w,
                                const float *bias, int activation, float *y,
                                mte_arena *arena);
+
+/* y = act(conv(x, w) + bias + residual): a ResNet block's relu(conv(x) + b + identity) in one
+ * pass. residual (NULL = none) is shaped like y, (batch, out_channels, out_h, out_w), and is
+ * added in the same epilogue as bias, before the activation. It may alias x (it is only
+ * read) but must not overlap y (MTE_EINVAL). Every path of this function supports it (GEMM,
+ * 1x1, the direct depthwise loops); the separate Winograd and depthwise-3x3 kernels
+ * (mte_winograd.h, mte_depthwise.h) keep bias + ReLU/ReLU6 only. */
+MTE_API int mte_conv2d_forward_ex(const mte_conv2d_desc *d, const float *x, const float *w,
+                                  const float *bias, int activation, const float *residual,
+                                  float *y, mte_arena *arena);
 
 /* grad_x (batch, in_channels, in_h, in_w) = the adjoint of x -> conv(x, w) applied to
  * grad_y (batch, out_channels, out_h, out_w). grad_x is overwritten (not accumulated). */

@@ -16,8 +16,9 @@
  * convolution packs rows of x directly (B *is* x). With stride 1 along rows, x is first
  * copied into zero-padded planes (when it has padding), so each output-row run of a panel
  * is a contiguous run of the plane: copied with masked vector loads/stores and no bounds
- * checks ("pieces"); other strides go through bounds-checked "segments". Bias and
- * activation are applied to each finished tile while it is still in L1 (fused epilogue).
+ * checks ("pieces"); other strides go through bounds-checked "segments". Bias, the residual
+ * (a tensor shaped like y, added before the activation) and the activation are applied to
+ * each finished tile while it is still in L1 (fused epilogue, mte_epilogue.h).
  *
  *   backward input:  cols = W[g]^T @ dY[n,g] one block at a time, then col2im adds every
  *                    entry back to the pixel it was read from (channel blocks are disjoint,
@@ -127,7 +128,7 @@ static void dw_row(const conv_geom *g, int adjoint, float wv, float *yr, float *
 }
 
 static int dw_forward(const conv_geom *g, const float *x, const float *w, const float *bias,
-                      int act, float *y) {
+                      const conv_ep *ep, float *y) {
   const int64_t planes = g->N * g->K;
   const int nt = mte__conv_threads((double)planes * g->HW * g->khw, planes);
   PARALLEL
@@ -145,7 +146,9 @@ static int dw_forward(const conv_geom *g, const float *x, const float *w, const 
         for (int64_t j = 0; j < g->kw; ++j)
           dw_row(g, 0, wc[i * g->kw + j], yr, (float *)(xc + ih * g->W), j);
       }
-      mte__conv_epilogue(yr, 0, 1, g->Wo, NULL, act);
+      const mte_ep_tile et = {NULL, NULL, ep->t.res ? ep->t.res + t * g->HW + r * g->Wo : NULL,
+                              0, ep->t.act};
+      ep->fn(yr, 0, 1, g->Wo, &et);
     }
   }
   return MTE_OK;
@@ -236,27 +239,37 @@ static void pack_b_pieces(const conv_geom *g, const float *x, int64_t pitch, int
 
 int mte_conv2d_forward(const mte_conv2d_desc *d, const float *x, const float *w,
                        const float *bias, int act, float *y, mte_arena *arena) {
+  return mte_conv2d_forward_ex(d, x, w, bias, act, NULL, y, arena);
+}
+
+int mte_conv2d_forward_ex(const mte_conv2d_desc *d, const float *x, const float *w,
+                          const float *bias, int act, const float *residual, float *y,
+                          mte_arena *arena) {
   conv_geom g;
   int st = mte__conv_make_geom(d, &g);
   if (st != MTE_OK) return st;
-  if (act != MTE_ACT_NONE && act != MTE_ACT_RELU && act != MTE_ACT_RELU6) return MTE_EINVAL;
+  if (!mte__valid_activation(act)) return MTE_EINVAL;
   if (g.Ho != mte_conv2d_output_size(g.H, g.kh, g.sh, g.pt, d->pad_bottom, g.dh) ||
       g.Wo != mte_conv2d_output_size(g.W, g.kw, g.sw, g.pl, d->pad_right, g.dw))
     return MTE_EINVAL;
   const int64_t ny = conv_numel(g.N, g.K, g.Ho, g.Wo);
   if (ny == 0) return MTE_OK;
   if (!y || (g.KK > 0 && (!w || (g.HWi > 0 && !x)))) return MTE_EINVAL;
-  if (g.KK == 0 || g.HWi == 0) { /* no input values: y = act(bias) */
+  /* y is written block by block: a residual inside it would be read half-overwritten */
+  if (mte__overlap(y, (size_t)ny, residual, (size_t)ny)) return MTE_EINVAL;
+  const mte_sgemm_kernel *k = mte__sgemm_kernel();
+  const conv_ep ep = {{NULL, NULL, residual, g.HW, act}, mte__epilogue_tile(k)};
+  if (g.KK == 0 || g.HWi == 0) { /* no input values: y = act(bias + residual) */
     for (int64_t t = 0; t < g.N * g.K; ++t) {
       float *yc = y + t * g.HW;
       for (int64_t s = 0; s < g.HW; ++s) yc[s] = bias ? bias[t % g.K] : 0.0f;
-      mte__conv_epilogue(yc, 0, 1, g.HW, NULL, act);
+      const mte_ep_tile et = {NULL, NULL, residual ? residual + t * g.HW : NULL, 0, act};
+      ep.fn(yc, 0, 1, g.HW, &et);
     }
     return MTE_OK;
   }
-  if (g.Cg == 1 && g.Kg <= MTE_CONV_DIRECT_MAX_KG) return dw_forward(&g, x, w, bias, act, y);
+  if (g.Cg == 1 && g.Kg <= MTE_CONV_DIRECT_MAX_KG) return dw_forward(&g, x, w, bias, &ep, y);
 
-  const mte_sgemm_kernel *k = mte__sgemm_kernel();
   const int mr = k->mr, nr = k->nr;
   const int64_t nk = cdiv(g.KK, k->kc), kcb = cdiv(g.KK, nk), Mr = rup(g.Kg, mr);
   const int64_t jobs = g.N * g.G;
@@ -303,7 +316,8 @@ int mte_conv2d_forward(const mte_conv2d_desc *d, const float *x, const float *w,
       const float *xg = x + (n * g.C + gi * g.Cg) * g.HWi;
       if (padded && job != padded_job)
         mte__conv_pad_planes(&g, xg, Hp, Wp, xp), padded_job = job;
-      float *yg = y + (n * g.K + gi * g.Kg) * g.HW + j0;
+      const int64_t y0 = (n * g.K + gi * g.Kg) * g.HW + j0; /* block's first output */
+      float *yg = y + y0;
       const float *ag = apack + gi * Mr * g.KK;
       for (int64_t pc = 0; pc < g.KK; pc += kcb) {
         const int64_t kc = min64(kcb, g.KK - pc);
@@ -315,11 +329,14 @@ int mte_conv2d_forward(const mte_conv2d_desc *d, const float *x, const float *w,
           pack_b_pieces(&g, xg, g.W, g.HWi, lp.pieces, nr, pc, kc, j0, ncols, &pcs, bb);
         else
           pack_b_im2col(&g, xg, lp.panel, nr, pc, kc, j0, ncols, &sg, bb);
-        for (int64_t ic = 0; ic < g.Kg; ic += k->mc)
+        for (int64_t ic = 0; ic < g.Kg; ic += k->mc) {
+          conv_ep e = ep;
+          e.t.row_bias = bias ? bias + gi * g.Kg + ic : NULL;
+          e.t.res = residual ? residual + y0 + ic * g.HW : NULL;
           mte__conv_macro_kernel(k, min64(k->mc, g.Kg - ic), ncols, kc,
                                  ag + pc * Mr + ic * kc, bb, yg + ic * g.HW, g.HW,
-                                 pc == 0 ? 0.0f : 1.0f, pc + kc >= g.KK,
-                                 bias ? bias + gi * g.Kg + ic : NULL, act);
+                                 pc == 0 ? 0.0f : 1.0f, pc + kc >= g.KK, &e);
+        }
       }
     }
   }

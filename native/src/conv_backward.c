@@ -107,7 +107,7 @@ int mte_conv2d_backward_input(const mte_conv2d_desc *d, const float *gy, const f
           for (int64_t ic = 0; ic < rows; ic += k->mc)
             mte__conv_macro_kernel(k, min64(k->mc, rows - ic), ncols, kc,
                                    apack + gi * Mr * g.Kg + pc * Mr + (row0 + ic) * kc, bb,
-                                   cols + ic * nb, nb, pc == 0 ? 0.0f : 1.0f, 0, NULL, 0);
+                                   cols + ic * nb, nb, pc == 0 ? 0.0f : 1.0f, 0, NULL);
         }
         if (pieces) { /* col2im: add the block back, 64 columns at a time */
           for (int64_t u = 0; u < ncols; u += 64) {
@@ -280,7 +280,7 @@ int mte_conv2d_backward_weight(const mte_conv2d_desc *d, const float *gy, const 
         pack_a_gy(&g, gy, gi, mr, m0, rows, pc, kc, ab);
         pack_b_cols_t(&g, &xs, gi, nr, pc, kc, j0, ncols, lp.pieces, &pcs, tb, bb);
         mte__conv_macro_kernel(k, rows, ncols, kc, ab, bb, c, g.KK, pc == 0 ? 0.0f : 1.0f, 0,
-                               NULL, 0);
+                               NULL);
         pc += kc;
       }
     }

@@ -9,8 +9,8 @@
  *                       im2col (conv.c): straight from the image, by segments or pieces
  *                       cols^T (conv_backward.c): gathered, then transposed
  *
- * and their own macro-kernel, which applies bias and activation to each finished tile while
- * it is still in L1. Also here: the generic (plain C, any stride) versions of the per-ISA
+ * and their own macro-kernel, which applies bias, residual and activation (mte_epilogue.h,
+ * shared with gemm.c) to each finished tile while it is still in L1. Also here: the generic (plain C, any stride) versions of the per-ISA
  * inner loops, the segment / piece builders, zero padding, and the arena plumbing.
  */
 #include <string.h>
@@ -251,31 +251,15 @@ void mte__conv_pad_planes(const conv_geom *g, const float *x, int64_t Hp, int64_
 
 /* ---------------------------------------------------------------- epilogue, macro-kernel */
 
-/* rows x cols of C (ldc): + bias[i] per row (NULL = none), then the activation */
-void mte__conv_epilogue(float *c, int64_t ldc, int64_t rows, int64_t cols, const float *bias,
-                        int act) {
-  for (int64_t i = 0; i < rows; ++i) {
-    float *ci = c + i * ldc;
-    if (bias) {
-      const float b = bias[i];
-      for (int64_t j = 0; j < cols; ++j) ci[j] += b;
-    }
-    if (act == MTE_ACT_RELU)
-      for (int64_t j = 0; j < cols; ++j) ci[j] = ci[j] > 0.0f ? ci[j] : 0.0f;
-    else if (act == MTE_ACT_RELU6)
-      for (int64_t j = 0; j < cols; ++j) ci[j] = ci[j] > 0.0f ? (ci[j] < 6.0f ? ci[j] : 6.0f)
-                                                               : 0.0f;
-  }
-}
-
 /* C (mc x nc, ldc) = A block (packed, mc x kc) @ B block (packed, kc x nc) + beta * C.
- * On the last k slice each tile gets bias (per row, NULL = none) and the activation. */
+ * On the last k slice each tile gets the epilogue ep (NULL = none): ep->t.row_bias and
+ * ep->t.res are those of the block's first row and column. */
 void mte__conv_macro_kernel(const mte_sgemm_kernel *k, int64_t mc, int64_t nc, int64_t kc,
                             const float *ap, const float *bp, float *c, int64_t ldc, float beta,
-                            int last, const float *bias, int act) {
+                            int last, const conv_ep *ep) {
   const int mr = k->mr, nr = k->nr;
   float tile[MTE_MAX_TILE] __attribute__((aligned(MTE_ALIGN)));
-  const int ep = last && (bias || act != MTE_ACT_NONE);
+  const int run_ep = last && ep && (ep->t.row_bias || ep->t.res || ep->t.act != MTE_ACT_NONE);
   for (int64_t jr = 0; jr < nc; jr += nr) {
     const int64_t cols = min64(nr, nc - jr);
     const float *b = bp + jr * kc;
@@ -291,7 +275,12 @@ void mte__conv_macro_kernel(const mte_sgemm_kernel *k, int64_t mc, int64_t nc, i
             ct[i * ldc + jj] = tile[i * nr + jj] + (beta != 0.0f ? beta * ct[i * ldc + jj]
                                                                  : 0.0f);
       }
-      if (ep) mte__conv_epilogue(ct, ldc, rows, cols, bias ? bias + ir : NULL, act);
+      if (run_ep) {
+        const mte_ep_tile t = {ep->t.row_bias ? ep->t.row_bias + ir : NULL, NULL,
+                               ep->t.res ? ep->t.res + ir * ep->t.ldr + jr : NULL, ep->t.ldr,
+                               ep->t.act};
+        ep->fn(ct, ldc, rows, cols, &t);
+      }
     }
   }
 }

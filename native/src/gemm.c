@@ -1,7 +1,7 @@
 /*
  * gemm.c - blocked single-precision matrix multiply (the GotoBLAS / BLIS structure).
  *
- *   C = act(alpha * op(A) @ op(B) + beta * C + bias)          (row-major, see mte.h)
+ *   C = act(alpha * op(A) @ op(B) + beta * C + bias + residual)   (row-major, see mte.h)
  *
  * Five loops around a microkernel, each sized for one level of the memory hierarchy:
  *
@@ -13,7 +13,7 @@
  *         for jr in NC step NR:          B micro-panel stays in L1
  *           for ir in MC step MR:        A micro-panel streams from L2
  *             microkernel: MR x NR tile of C += A panel @ B panel (in registers)
- *             if last pc: epilogue (bias, activation) on the tile, still in L1
+ *             if last pc: epilogue (bias, residual, activation) on the tile, in L1
  *
  * Packing copies each block once into the exact order the microkernel reads it (unit
  * stride, aligned, zero-padded to full MR/NR), so the microkernel never sees transposes,
@@ -23,7 +23,7 @@
  */
 #include <string.h>
 
-#include "mte_internal.h"
+#include "mte_epilogue.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -95,32 +95,29 @@ static void pack_b_panel(int nr, int64_t cols, int64_t kc, const float *B, int64
 
 /* ---------------------------------------------------------------- epilogue */
 
+mte_epilogue_tile_fn mte__epilogue_tile(const mte_sgemm_kernel *k) {
+#if defined(MTE_HAVE_X86_KERNELS)
+  if (strcmp(k->isa, "avx512") == 0) return mte__epilogue_tile_avx512;
+  if (strcmp(k->isa, "avx2") == 0) return mte__epilogue_tile_avx2;
+#endif
+  (void)k;
+  return mte__epilogue_tile_generic; /* on aarch64 the portable body is NEON code already */
+}
+
+/* the epilogue on the rows x cols tile of C at (row0, col0) of the full matrix */
 static void apply_epilogue(float *c, int64_t ldc, int64_t rows, int64_t cols, int64_t row0,
-                           int64_t col0, const mte_epilogue *ep) {
+                           int64_t col0, const mte_epilogue *ep, mte_epilogue_tile_fn fn) {
   if (!ep) return;
-  for (int64_t i = 0; i < rows; ++i) {
-    float *ci = c + i * ldc;
-    if (ep->bias_mode == MTE_BIAS_PER_ROW) {
-      float b = ep->bias[row0 + i];
-      for (int64_t j = 0; j < cols; ++j) ci[j] += b;
-    } else if (ep->bias_mode == MTE_BIAS_PER_COL) {
-      const float *b = ep->bias + col0;
-      for (int64_t j = 0; j < cols; ++j) ci[j] += b[j];
-    }
-    if (ep->activation == MTE_ACT_RELU) {
-      for (int64_t j = 0; j < cols; ++j) ci[j] = ci[j] > 0.0f ? ci[j] : 0.0f;
-    } else if (ep->activation == MTE_ACT_RELU6) {
-      for (int64_t j = 0; j < cols; ++j) {
-        float v = ci[j] > 0.0f ? ci[j] : 0.0f;
-        ci[j] = v < 6.0f ? v : 6.0f;
-      }
-    }
-  }
+  mte_ep_tile t = {ep->bias_mode == MTE_BIAS_PER_ROW ? ep->bias + row0 : NULL,
+                   ep->bias_mode == MTE_BIAS_PER_COL ? ep->bias + col0 : NULL,
+                   ep->residual ? ep->residual + row0 * ep->ld_residual + col0 : NULL,
+                   ep->ld_residual, ep->activation};
+  fn(c, ldc, rows, cols, &t);
 }
 
 /* C = beta * C (C not read when beta == 0), then the epilogue: the K == 0 / alpha == 0 case */
 static void scale_c(int64_t M, int64_t N, float beta, float *C, int64_t ldc,
-                    const mte_epilogue *ep) {
+                    const mte_epilogue *ep, mte_epilogue_tile_fn fn) {
   for (int64_t i = 0; i < M; ++i) {
     float *ci = C + i * ldc;
     if (beta == 0.0f)
@@ -128,7 +125,7 @@ static void scale_c(int64_t M, int64_t N, float beta, float *C, int64_t ldc,
     else if (beta != 1.0f)
       for (int64_t j = 0; j < N; ++j) ci[j] *= beta;
   }
-  apply_epilogue(C, ldc, M, N, 0, 0, ep);
+  apply_epilogue(C, ldc, M, N, 0, 0, ep, fn);
 }
 
 /* ---------------------------------------------------------------- macro-kernel */
@@ -141,7 +138,8 @@ static void scale_c(int64_t M, int64_t N, float beta, float *C, int64_t ldc,
 static void macro_kernel(const mte_sgemm_kernel *k, int64_t mc, int64_t nc, int64_t q0,
                          int64_t q1, int64_t kc, const float *ap, const float *bp, float *c,
                          int64_t ldc, float alpha, float beta, int last,
-                         const mte_epilogue *ep, int64_t row0, int64_t col0) {
+                         const mte_epilogue *ep, mte_epilogue_tile_fn ep_fn, int64_t row0,
+                         int64_t col0) {
   const int mr = k->mr, nr = k->nr;
   float tile[MTE_MAX_TILE] __attribute__((aligned(MTE_ALIGN)));
   for (int64_t q = q0; q < q1; ++q) {
@@ -152,6 +150,10 @@ static void macro_kernel(const mte_sgemm_kernel *k, int64_t mc, int64_t nc, int6
       int64_t rows = min64(mr, mc - ir);
       const float *a = ap + ir * kc;
       float *ct = c + ir * ldc + jr;
+      if (last && ep && ep->residual) /* fetch the residual tile while the tile is computed */
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t j = 0; j < cols; j += 16)
+            __builtin_prefetch(ep->residual + (row0 + ir + i) * ep->ld_residual + col0 + jr + j);
       if (rows == mr && cols == nr) {
         k->ukernel(kc, a, b, ct, ldc, alpha, beta);
       } else { /* ragged edge: full tile on the stack, copy the valid part */
@@ -165,7 +167,7 @@ static void macro_kernel(const mte_sgemm_kernel *k, int64_t mc, int64_t nc, int6
             for (int64_t j = 0; j < cols; ++j) dst[j] = src[j] + beta * dst[j];
         }
       }
-      if (last && ep) apply_epilogue(ct, ldc, rows, cols, row0 + ir, col0 + jr, ep);
+      if (last && ep) apply_epilogue(ct, ldc, rows, cols, row0 + ir, col0 + jr, ep, ep_fn);
     }
   }
 }
@@ -183,6 +185,7 @@ typedef struct gemm_args {
   float *C;
   int64_t ldc;
   const mte_epilogue *ep;
+  mte_epilogue_tile_fn ep_fn; /* the active ISA's epilogue (set when ep is) */
 } gemm_args;
 
 /* Block sizes for one call: the kernel's defaults, trimmed to the problem. */
@@ -272,7 +275,7 @@ static void run_gemm(const mte_sgemm_kernel *k, const gemm_args *g, const gemm_p
           const int64_t q0 = part * per, q1 = min64(n_panels, q0 + per);
           if (q0 < q1)
             macro_kernel(k, mc, nc, q0, q1, kc, apack, bpack, g->C + ic * g->ldc + jc,
-                         g->ldc, g->alpha, beta, last, g->ep, ic, jc);
+                         g->ldc, g->alpha, beta, last, g->ep, g->ep_fn, ic, jc);
         }
         /* (implicit barrier: nobody still reads B before it is repacked) */
       }
@@ -311,9 +314,15 @@ static int check_args(const gemm_args *g) {
       return MTE_EINVAL;
     if (ep->bias_mode != MTE_BIAS_NONE && !ep->bias && g->M > 0 && g->N > 0)
       return MTE_EINVAL;
-    if (ep->activation != MTE_ACT_NONE && ep->activation != MTE_ACT_RELU &&
-        ep->activation != MTE_ACT_RELU6)
-      return MTE_EINVAL;
+    if (!mte__valid_activation(ep->activation)) return MTE_EINVAL;
+    if (ep->residual) { /* M x N, ld >= N, and not inside C (see mte.h) */
+      if ((st = check_matrix(g->M, g->N, ep->ld_residual, ep->residual, 1))) return st;
+      if (g->M > 0 && g->N > 0) {
+        const size_t cn = (size_t)((g->M - 1) * g->ldc + g->N);
+        const size_t rn = (size_t)((g->M - 1) * ep->ld_residual + g->N);
+        if (mte__overlap(g->C, cn, ep->residual, rn)) return MTE_EINVAL;
+      }
+    }
   }
   return MTE_OK;
 }
@@ -322,7 +331,7 @@ static int check_args(const gemm_args *g) {
 static int gemm_with_arena(const mte_sgemm_kernel *k, const gemm_args *g, mte_arena *arena) {
   if (g->M == 0 || g->N == 0) return MTE_OK;
   if (g->K == 0 || g->alpha == 0.0f) {
-    scale_c(g->M, g->N, g->beta, g->C, g->ldc, g->ep);
+    scale_c(g->M, g->N, g->beta, g->C, g->ldc, g->ep, g->ep_fn);
     return MTE_OK;
   }
   gemm_plan pl;
@@ -357,18 +366,19 @@ int mte_sgemm_ex(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, floa
                  const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                  float *C, int64_t ldc, const mte_epilogue *epilogue, mte_arena *arena) {
   gemm_args g = {trans_a != 0, trans_b != 0, M, N, K, alpha, beta, A, lda, B, ldb, C, ldc,
-                 epilogue};
+                 epilogue, NULL};
   if (epilogue && epilogue->bias_mode == MTE_BIAS_NONE &&
-      epilogue->activation == MTE_ACT_NONE)
+      epilogue->activation == MTE_ACT_NONE && !epilogue->residual)
     g.ep = NULL;
   int st = check_args(&g);
   if (st != MTE_OK) return st;
   if (M == 0 || N == 0) return MTE_OK;
+  const mte_sgemm_kernel *k = mte__sgemm_kernel();
+  g.ep_fn = mte__epilogue_tile(k);
   if (K == 0 || alpha == 0.0f) { /* no packing needed */
-    scale_c(M, N, beta, C, ldc, g.ep);
+    scale_c(M, N, beta, C, ldc, g.ep, g.ep_fn);
     return MTE_OK;
   }
-  const mte_sgemm_kernel *k = mte__sgemm_kernel();
   if (arena) return gemm_with_arena(k, &g, arena);
   int is_default = 0;
   mte_arena *a = mte__arena_acquire(&is_default);
@@ -401,7 +411,7 @@ int mte_sgemm_batched(int trans_a, int trans_b, int64_t batch, int64_t M, int64_
       return MTE_EOVERFLOW;
     gemm_args g = {trans_a != 0, trans_b != 0, M, N, K, alpha, beta,
                    A ? A + b * stride_a : NULL, lda,  B ? B + b * stride_b : NULL,
-                   ldb, C ? C + b * stride_c : NULL, ldc, NULL};
+                   ldb, C ? C + b * stride_c : NULL, ldc, NULL, NULL};
     int st = check_args(&g);
     if (st != MTE_OK) return st;
   }
@@ -417,7 +427,7 @@ int mte_sgemm_batched(int trans_a, int trans_b, int64_t batch, int64_t M, int64_
   for (int64_t b = 0; b < batch && st == MTE_OK; ++b) {
     gemm_args g = {trans_a != 0, trans_b != 0, M, N, K, alpha, beta,
                    A ? A + b * stride_a : NULL, lda, B ? B + b * stride_b : NULL,
-                   ldb, C + b * stride_c, ldc, NULL};
+                   ldb, C + b * stride_c, ldc, NULL, NULL};
     st = gemm_with_arena(k, &g, arena);
   }
   mte__arena_release(arena, is_default);

@@ -12,7 +12,7 @@
 #ifndef MTE_CONV_INTERNAL_H
 #define MTE_CONV_INTERNAL_H
 
-#include "mte_internal.h"
+#include "mte_epilogue.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -233,12 +233,16 @@ MTE_HIDDEN int mte__conv_make_pieces(const conv_geom *g, int64_t j0, int64_t n, 
                                      int64_t dst0, mte_conv_pieces *pcs);
 MTE_HIDDEN void mte__conv_pad_planes(const conv_geom *g, const float *x, int64_t Hp, int64_t Wp,
                                      float *MTE_RESTRICT xp);
-MTE_HIDDEN void mte__conv_epilogue(float *c, int64_t ldc, int64_t rows, int64_t cols,
-                                   const float *bias, int act);
+/* the forward pass's epilogue for a block of output rows (channels) starting at one pixel:
+ * bias per row, residual with ld = the output plane, activation; fn: the active ISA's */
+typedef struct conv_ep {
+  mte_ep_tile t; /* t.col_bias unused (NULL) */
+  mte_epilogue_tile_fn fn;
+} conv_ep;
+
 MTE_HIDDEN void mte__conv_macro_kernel(const mte_sgemm_kernel *k, int64_t mc, int64_t nc,
                                        int64_t kc, const float *ap, const float *bp, float *c,
-                                       int64_t ldc, float beta, int last, const float *bias,
-                                       int act);
+                                       int64_t ldc, float beta, int last, const conv_ep *ep);
 MTE_HIDDEN int mte__conv_scratch_open(conv_scratch *s, mte_arena *given, int n,
                                       const size_t *bytes, float **out);
 MTE_HIDDEN int mte__conv_scratch_close(conv_scratch *s);

@@ -252,7 +252,7 @@ static void argument_tests(void) {
   }
   CHECK(mte_conv2d_forward(&b[9], x, w, NULL, 0, y, NULL) == MTE_EOVERFLOW, "overflow");
   CHECK(mte_conv2d_forward(NULL, x, w, NULL, 0, y, NULL) == MTE_EINVAL, "NULL desc");
-  CHECK(mte_conv2d_forward(&ok, x, w, NULL, 3, y, NULL) == MTE_EINVAL, "bad activation");
+  CHECK(mte_conv2d_forward(&ok, x, w, NULL, 99, y, NULL) == MTE_EINVAL, "bad activation");
   CHECK(mte_conv2d_forward(&ok, NULL, w, NULL, 0, y, NULL) == MTE_EINVAL, "x NULL");
   CHECK(mte_conv2d_forward(&ok, x, NULL, NULL, 0, y, NULL) == MTE_EINVAL, "w NULL");
   CHECK(mte_conv2d_forward(&ok, x, w, NULL, 0, NULL, NULL) == MTE_EINVAL, "y NULL");
