@@ -266,7 +266,14 @@ void mte__conv_macro_kernel(const mte_sgemm_kernel *k, int64_t mc, int64_t nc, i
     for (int64_t ir = 0; ir < mc; ir += mr) {
       const int64_t rows = min64(mr, mc - ir);
       float *ct = c + ir * ldc + jr;
+      const mte_ep_tile t = {ep && ep->t.row_bias ? ep->t.row_bias + ir : NULL, NULL,
+                             ep && ep->t.res ? ep->t.res + ir * ep->t.ldr + jr : NULL,
+                             ep ? ep->t.ldr : 0, ep ? ep->t.act : MTE_ACT_NONE};
       if (rows == mr && cols == nr) {
+        if (run_ep) { /* the epilogue fused into the store where it can be */
+          mte__ukernel_with_epilogue(k, kc, ap + ir * kc, b, ct, ldc, 1.0f, beta, &t, ep->fn);
+          continue;
+        }
         k->ukernel(kc, ap + ir * kc, b, ct, ldc, 1.0f, beta);
       } else { /* ragged edge: the full tile on the stack, copy the valid part */
         mte__ukernel_edge(k, kc, ap + ir * kc, b, tile, cols, 1.0f);
@@ -275,12 +282,7 @@ void mte__conv_macro_kernel(const mte_sgemm_kernel *k, int64_t mc, int64_t nc, i
             ct[i * ldc + jj] = tile[i * nr + jj] + (beta != 0.0f ? beta * ct[i * ldc + jj]
                                                                  : 0.0f);
       }
-      if (run_ep) {
-        const mte_ep_tile t = {ep->t.row_bias ? ep->t.row_bias + ir : NULL, NULL,
-                               ep->t.res ? ep->t.res + ir * ep->t.ldr + jr : NULL, ep->t.ldr,
-                               ep->t.act};
-        ep->fn(ct, ldc, rows, cols, &t);
-      }
+      if (run_ep) ep->fn(ct, ldc, rows, cols, &t);
     }
   }
 }

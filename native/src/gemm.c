@@ -104,14 +104,20 @@ mte_epilogue_tile_fn mte__epilogue_tile(const mte_sgemm_kernel *k) {
   return mte__epilogue_tile_generic; /* on aarch64 the portable body is NEON code already */
 }
 
-/* the epilogue on the rows x cols tile of C at (row0, col0) of the full matrix */
-static void apply_epilogue(float *c, int64_t ldc, int64_t rows, int64_t cols, int64_t row0,
-                           int64_t col0, const mte_epilogue *ep, mte_epilogue_tile_fn fn) {
-  if (!ep) return;
+/* the epilogue's view of the tile of C at (row0, col0) of the full matrix */
+static mte_ep_tile tile_epilogue(const mte_epilogue *ep, int64_t row0, int64_t col0) {
   mte_ep_tile t = {ep->bias_mode == MTE_BIAS_PER_ROW ? ep->bias + row0 : NULL,
                    ep->bias_mode == MTE_BIAS_PER_COL ? ep->bias + col0 : NULL,
                    ep->residual ? ep->residual + row0 * ep->ld_residual + col0 : NULL,
                    ep->ld_residual, ep->activation};
+  return t;
+}
+
+/* the epilogue on the rows x cols tile of C at (row0, col0) of the full matrix */
+static void apply_epilogue(float *c, int64_t ldc, int64_t rows, int64_t cols, int64_t row0,
+                           int64_t col0, const mte_epilogue *ep, mte_epilogue_tile_fn fn) {
+  if (!ep) return;
+  const mte_ep_tile t = tile_epilogue(ep, row0, col0);
   fn(c, ldc, rows, cols, &t);
 }
 
@@ -155,6 +161,11 @@ static void macro_kernel(const mte_sgemm_kernel *k, int64_t mc, int64_t nc, int6
           for (int64_t j = 0; j < cols; j += 16)
             __builtin_prefetch(ep->residual + (row0 + ir + i) * ep->ld_residual + col0 + jr + j);
       if (rows == mr && cols == nr) {
+        if (last && ep) { /* the epilogue fused into the store where it can be */
+          const mte_ep_tile t = tile_epilogue(ep, row0 + ir, col0 + jr);
+          mte__ukernel_with_epilogue(k, kc, a, b, ct, ldc, alpha, beta, &t, ep_fn);
+          continue;
+        }
         k->ukernel(kc, a, b, ct, ldc, alpha, beta);
       } else { /* ragged edge: full tile on the stack, copy the valid part */
         mte__ukernel_edge(k, kc, a, b, tile, cols, alpha);

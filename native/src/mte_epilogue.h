@@ -43,6 +43,22 @@ MTE_HIDDEN void mte__epilogue_tile_avx512(float *c, int64_t ldc, int64_t rows, i
                                           const mte_ep_tile *t);
 #endif
 
+/* A full MR x NR tile of C and its epilogue t: fused into the microkernel's store when it
+ * has a post-op variant and t needs nothing more than bias and ReLU/ReLU6, else the
+ * microkernel and then the tile epilogue fn. */
+static inline void mte__ukernel_with_epilogue(const mte_sgemm_kernel *k, int64_t kc,
+                                              const float *a, const float *b, float *c,
+                                              int64_t ldc, float alpha, float beta,
+                                              const mte_ep_tile *t, mte_epilogue_tile_fn fn) {
+  if (k->ukernel_post && !t->res &&
+      (t->act == MTE_ACT_NONE || t->act == MTE_ACT_RELU || t->act == MTE_ACT_RELU6)) {
+    k->ukernel_post(kc, a, b, c, ldc, alpha, beta, t->row_bias, t->col_bias, t->act);
+    return;
+  }
+  k->ukernel(kc, a, b, c, ldc, alpha, beta);
+  fn(c, ldc, k->mr, k->nr, t);
+}
+
 /* gemm.c: the version for the ISA of microkernel k */
 MTE_HIDDEN mte_epilogue_tile_fn mte__epilogue_tile(const mte_sgemm_kernel *k);
 

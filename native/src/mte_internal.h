@@ -40,6 +40,16 @@ typedef void (*mte_sgemm_ukernel_fn)(int64_t kc, const float *MTE_RESTRICT a,
                                      const float *MTE_RESTRICT b, float *MTE_RESTRICT c,
                                      int64_t ldc, float alpha, float beta);
 
+/* The same tile with a simple epilogue applied in registers before the store:
+ *     C = act(alpha * a @ b + beta * C + row_bias[i] + col_bias[j])
+ * row_bias (MR values) and col_bias (NR values) may be NULL; act is MTE_ACT_NONE, _RELU or
+ * _RELU6 (GELU and residuals go through the tile epilogue, mte_epilogue.h). */
+typedef void (*mte_sgemm_ukernel_post_fn)(int64_t kc, const float *MTE_RESTRICT a,
+                                          const float *MTE_RESTRICT b, float *MTE_RESTRICT c,
+                                          int64_t ldc, float alpha, float beta,
+                                          const float *row_bias, const float *col_bias,
+                                          int act);
+
 /* The arithmetic ceiling a microkernel aims at: `rounds` rounds of 12 independent FMA
  * chains at the ISA's vector width (nothing loaded or stored). Returns the flops done. */
 typedef double (*mte_fma_peak_fn)(int64_t rounds);
@@ -53,6 +63,9 @@ typedef struct mte_sgemm_kernel {
    * nr), used for a last column panel with <= nr/2 valid columns: half the FMAs of a full
    * tile, which for a 196-column output (1x1 conv on 14x14) is 1/14 of the whole GEMM */
   mte_sgemm_ukernel_fn ukernel_half;
+  /* optional: the full tile with bias + ReLU/ReLU6 fused into its store (no second pass
+   * over the tile; a separate pass costs ~15% of a 1x1 conv with K = 96) */
+  mte_sgemm_ukernel_post_fn ukernel_post;
   mte_fma_peak_fn fma_peak;    /* measures this ISA's fp32 FMA peak (mte_peak_gflops) */
 } mte_sgemm_kernel;
 

@@ -138,7 +138,7 @@ static void epilogue_tests(void) {
   for (int i = 0; i < 600; ++i) bias[i] = mte_test_uniform() * 3.0f;
   for (int mode = 0; mode < 3; ++mode)
     for (int act = 0; act < 3; ++act) {
-      mte_epilogue ep = {mode, mode ? bias : NULL, act};
+      mte_epilogue ep = {.bias_mode = mode, .bias = mode ? bias : NULL, .activation = act};
       gcase c1 = {0, 0, 37, 45, 600, 1.0f, 0.0f, 0, 0, 0, &ep}; /* several K slices */
       gcase c2 = {1, 1, 13, 300, 9, 2.0f, 0.5f, 1, 0, 2, &ep};
       gcase c3 = {0, 0, 7, 9, 0, 1.0f, 1.0f, 0, 0, 0, &ep}; /* K == 0: epilogue still */
@@ -175,7 +175,8 @@ static void argument_tests(void) {
   c[0] = 2.0f;
   CHECK(mte_sgemm(0, 0, 1, 1, 3, 0.0f, NULL, 3, NULL, 1, 3.0f, c, 1) == MTE_OK, "alpha=0");
   CHECK(c[0] == 6.0f, "alpha=0 gives beta*C");
-  mte_epilogue bad1 = {7, NULL, 0}, bad2 = {MTE_BIAS_PER_ROW, NULL, 0}, bad3 = {0, NULL, 9};
+  mte_epilogue bad1 = {.bias_mode = 7}, bad2 = {.bias_mode = MTE_BIAS_PER_ROW},
+               bad3 = {.activation = 9};
   CHECK(mte_sgemm_ex(0, 0, 2, 2, 2, 1, a, 2, b, 2, 0, c, 2, &bad1, NULL) == MTE_EINVAL, "ep");
   CHECK(mte_sgemm_ex(0, 0, 2, 2, 2, 1, a, 2, b, 2, 0, c, 2, &bad2, NULL) == MTE_EINVAL, "ep");
   CHECK(mte_sgemm_ex(0, 0, 2, 2, 2, 1, a, 2, b, 2, 0, c, 2, &bad3, NULL) == MTE_EINVAL, "ep");

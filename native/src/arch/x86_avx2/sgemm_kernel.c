@@ -15,9 +15,12 @@
 #define NV 2 /* ymm vectors per row */
 #define NR (8 * NV)
 
-static void sgemm_ukernel_avx2(int64_t kc, const float *MTE_RESTRICT a,
-                               const float *MTE_RESTRICT b, float *MTE_RESTRICT c,
-                               int64_t ldc, float alpha, float beta) {
+/* The tile body; `post` variants add row/column bias and ReLU/ReLU6 before the store
+ * (constant-folded away in the plain kernel). */
+static inline __attribute__((always_inline)) void
+ukernel_body(int64_t kc, const float *MTE_RESTRICT a, const float *MTE_RESTRICT b,
+             float *MTE_RESTRICT c, int64_t ldc, float alpha, float beta, const float *row_bias,
+             const float *col_bias, int act) {
   /* start fetching the C tile now; it is only touched after the loop */
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) {
@@ -42,24 +45,39 @@ static void sgemm_ukernel_avx2(int64_t kc, const float *MTE_RESTRICT a,
     }
   }
 
-  const __m256 va = _mm256_set1_ps(alpha);
-  if (beta == 0.0f) {
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i)
+  const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+  const __m256 zero = _mm256_setzero_ps(), six = _mm256_set1_ps(6.0f);
+  __m256 cb[NV];
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v)
-        _mm256_storeu_ps(c + i * ldc + 8 * v, _mm256_mul_ps(va, acc[i][v]));
-  } else {
-    const __m256 vb = _mm256_set1_ps(beta);
+  for (int v = 0; v < NV; ++v) cb[v] = col_bias ? _mm256_loadu_ps(col_bias + 8 * v) : zero;
 #pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i)
+  for (int i = 0; i < MR; ++i) {
+    const __m256 rb = row_bias ? _mm256_set1_ps(row_bias[i]) : zero;
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) {
-        float *cp = c + i * ldc + 8 * v;
-        __m256 old = _mm256_mul_ps(vb, _mm256_loadu_ps(cp));
-        _mm256_storeu_ps(cp, _mm256_fmadd_ps(va, acc[i][v], old));
-      }
+    for (int v = 0; v < NV; ++v) {
+      float *cp = c + i * ldc + 8 * v;
+      __m256 r = _mm256_mul_ps(va, acc[i][v]);
+      if (beta != 0.0f) r = _mm256_fmadd_ps(vb, _mm256_loadu_ps(cp), r);
+      if (row_bias) r = _mm256_add_ps(r, rb);
+      if (col_bias) r = _mm256_add_ps(r, cb[v]);
+      if (act != MTE_ACT_NONE) r = _mm256_max_ps(r, zero);
+      if (act == MTE_ACT_RELU6) r = _mm256_min_ps(r, six);
+      _mm256_storeu_ps(cp, r);
+    }
   }
+}
+
+static void sgemm_ukernel_avx2(int64_t kc, const float *MTE_RESTRICT a,
+                               const float *MTE_RESTRICT b, float *MTE_RESTRICT c,
+                               int64_t ldc, float alpha, float beta) {
+  ukernel_body(kc, a, b, c, ldc, alpha, beta, NULL, NULL, MTE_ACT_NONE);
+}
+
+static void sgemm_ukernel_avx2_post(int64_t kc, const float *MTE_RESTRICT a,
+                                    const float *MTE_RESTRICT b, float *MTE_RESTRICT c,
+                                    int64_t ldc, float alpha, float beta,
+                                    const float *row_bias, const float *col_bias, int act) {
+  ukernel_body(kc, a, b, c, ldc, alpha, beta, row_bias, col_bias, act);
 }
 
 /* The MR x 8 tile of a panel whose valid columns all lie in its first 8: one ymm per row,
@@ -111,6 +129,7 @@ const mte_sgemm_kernel mte_sgemm_kernel_avx2 = {
     .nc = 4096,
     .ukernel = sgemm_ukernel_avx2,
     .ukernel_half = sgemm_ukernel_avx2_half,
+    .ukernel_post = sgemm_ukernel_avx2_post,
     .fma_peak = fma_peak_avx2,
 };
 #endif

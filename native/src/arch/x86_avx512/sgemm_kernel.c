@@ -36,9 +36,12 @@
 #define NV MTE_AVX512_NV /* zmm vectors per row */
 #define NR (16 * NV)
 
-static void sgemm_ukernel_avx512(int64_t kc, const float *MTE_RESTRICT a,
-                                 const float *MTE_RESTRICT b, float *MTE_RESTRICT c,
-                                 int64_t ldc, float alpha, float beta) {
+/* The tile body; `post` variants add row/column bias and ReLU/ReLU6 before the store
+ * (constant-folded away in the plain kernel). */
+static inline __attribute__((always_inline)) void
+ukernel_body(int64_t kc, const float *MTE_RESTRICT a, const float *MTE_RESTRICT b,
+             float *MTE_RESTRICT c, int64_t ldc, float alpha, float beta, const float *row_bias,
+             const float *col_bias, int act) {
   /* C is touched only after the loop; start fetching its rows now so the misses overlap
    * with the FMAs instead of stalling the stores at the end */
 #pragma GCC unroll 16
@@ -64,24 +67,39 @@ static void sgemm_ukernel_avx512(int64_t kc, const float *MTE_RESTRICT a,
     }
   }
 
-  const __m512 va = _mm512_set1_ps(alpha);
-  if (beta == 0.0f) {
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i)
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  const __m512 zero = _mm512_setzero_ps(), six = _mm512_set1_ps(6.0f);
+  __m512 cb[NV];
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v)
-        _mm512_storeu_ps(c + i * ldc + 16 * v, _mm512_mul_ps(va, acc[i][v]));
-  } else {
-    const __m512 vb = _mm512_set1_ps(beta);
+  for (int v = 0; v < NV; ++v) cb[v] = col_bias ? _mm512_loadu_ps(col_bias + 16 * v) : zero;
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i)
+  for (int i = 0; i < MR; ++i) {
+    const __m512 rb = row_bias ? _mm512_set1_ps(row_bias[i]) : zero;
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) {
-        float *cp = c + i * ldc + 16 * v;
-        __m512 old = _mm512_mul_ps(vb, _mm512_loadu_ps(cp));
-        _mm512_storeu_ps(cp, _mm512_fmadd_ps(va, acc[i][v], old));
-      }
+    for (int v = 0; v < NV; ++v) {
+      float *cp = c + i * ldc + 16 * v;
+      __m512 r = _mm512_mul_ps(va, acc[i][v]);
+      if (beta != 0.0f) r = _mm512_fmadd_ps(vb, _mm512_loadu_ps(cp), r);
+      if (row_bias) r = _mm512_add_ps(r, rb);
+      if (col_bias) r = _mm512_add_ps(r, cb[v]);
+      if (act != MTE_ACT_NONE) r = _mm512_max_ps(r, zero);
+      if (act == MTE_ACT_RELU6) r = _mm512_min_ps(r, six);
+      _mm512_storeu_ps(cp, r);
+    }
   }
+}
+
+static void sgemm_ukernel_avx512(int64_t kc, const float *MTE_RESTRICT a,
+                                 const float *MTE_RESTRICT b, float *MTE_RESTRICT c,
+                                 int64_t ldc, float alpha, float beta) {
+  ukernel_body(kc, a, b, c, ldc, alpha, beta, NULL, NULL, MTE_ACT_NONE);
+}
+
+static void sgemm_ukernel_avx512_post(int64_t kc, const float *MTE_RESTRICT a,
+                                      const float *MTE_RESTRICT b, float *MTE_RESTRICT c,
+                                      int64_t ldc, float alpha, float beta,
+                                      const float *row_bias, const float *col_bias, int act) {
+  ukernel_body(kc, a, b, c, ldc, alpha, beta, row_bias, col_bias, act);
 }
 
 /* The MR x 16 tile of a panel whose valid columns all lie in its first 16: one zmm per
@@ -133,6 +151,7 @@ const mte_sgemm_kernel mte_sgemm_kernel_avx512 = {
     .nc = (MTE_AVX512_NC / NR) * NR,
     .ukernel = sgemm_ukernel_avx512,
     .ukernel_half = NV == 2 ? sgemm_ukernel_avx512_half : NULL,
+    .ukernel_post = sgemm_ukernel_avx512_post,
     .fma_peak = fma_peak_avx512,
 };
 #endif
