@@ -19,10 +19,12 @@ So ``matmul`` here turns any np.matmul call into at most one batched native call
 import numpy as np
 
 from .. import _C  # ImportError when the extension is not built
+from .numpy_backend import linear as _np_linear
 
-__all__ = ["AVAILABLE_KERNELS", "matmul", "info", "set_num_threads", "get_num_threads"]
+__all__ = ["AVAILABLE_KERNELS", "matmul", "linear", "info", "set_num_threads", "get_num_threads"]
 
-AVAILABLE_KERNELS = frozenset({"matmul"}) if "sgemm" in _C.kernels() else frozenset()
+AVAILABLE_KERNELS = (frozenset({"matmul", "linear"}) if "sgemm" in _C.kernels()
+                     else frozenset())
 
 
 def _batched(x, batch_shape, n_batch):
@@ -84,6 +86,25 @@ def matmul(a, b):
         out = out[..., 0]
     if out.ndim == 0:  # vector . vector: np.matmul returns a numpy scalar
         out = out[()]
+    return out
+
+
+def linear(x, w, bias=None):
+    """The numpy twin's linear (x @ w.T + bias) as one native GEMM that reads w transposed in
+    place, the bias added into the fresh result; other dtypes or layouts go to the twin."""
+    if (type(x) is not np.ndarray or type(w) is not np.ndarray or x.dtype != np.float32
+            or w.dtype != np.float32 or x.ndim != 2 or w.ndim != 2
+            or x.shape[1] != w.shape[1]):
+        return _np_linear(x, w, bias)
+    x = np.ascontiguousarray(x)
+    if w.flags.c_contiguous:
+        out = _C.sgemm(x, w, trans_b=True)
+    elif w.T.flags.c_contiguous:
+        out = _C.sgemm(x, w.T)
+    else:
+        return _np_linear(x, w, bias)
+    if bias is not None:
+        out += bias
     return out
 
 

@@ -14,6 +14,15 @@ def matmul(a, b):
     return np.matmul(a, b)
 
 
+def linear(x, w, bias=None):
+    """y = x @ w.T (+ bias): x (rows, in), w (out, in), bias (out,) or None -> (rows, out).
+    One call for a Linear layer's forward (the native twin is one transposed-B GEMM)."""
+    out = np.matmul(x, w.T)
+    if bias is not None:
+        out += bias
+    return out
+
+
 # ==== convolution ===============================================================================
 # Conventions shared by the conv kernels (the native twins use the same ones):
 #   x        (N, C, H, W) input;  w (O, C // groups, kh, kw) weight;  bias (O,) or None
