@@ -141,3 +141,9 @@ from . import native_pool as _native_pool  # noqa: E402
 for _name in _native_pool.KERNELS:
     globals()[_name] = getattr(_native_pool, _name)
 AVAILABLE_KERNELS = AVAILABLE_KERNELS | _native_pool.KERNELS
+
+from . import native_optim as _native_optim  # noqa: E402
+
+for _name in _native_optim.KERNELS:
+    globals()[_name] = getattr(_native_optim, _name)
+AVAILABLE_KERNELS = AVAILABLE_KERNELS | _native_optim.KERNELS
