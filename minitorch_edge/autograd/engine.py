@@ -234,13 +234,17 @@ def _call_backward(node, grads):
         if not isinstance(g, Tensor):
             raise TypeError(f"function {node.name()} returned a gradient of type "
                             f"{type(g).__name__} at index {i}; expected a Tensor or None")
-        expected = _input_array(edge)
-        if g._data.shape != expected.shape:
+        target, nr = edge          # the input's shape and dtype, read without a wrapper
+        if nr is None:
+            shape, dtype = target._data.shape, target._data.dtype
+        else:
+            shape, dtype = target._out_meta[nr]
+        if g._data.shape != shape:
             raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index "
                                f"{i} - got {list(g._data.shape)} but expected shape compatible "
-                               f"with {list(expected.shape)}")
-        if g._data.dtype != expected.dtype:
-            result[i] = g = g.to(_dtype_of(expected))
+                               f"with {list(shape)}")
+        if g._data.dtype != dtype:
+            result[i] = g = g.to(_dtype_of(dtype))
         if _Recording.anomaly and g._data.dtype.kind == "f" and not np.isfinite(g._data).all():
             what = "nan" if np.isnan(g._data).any() else "inf"
             raise RuntimeError(f"Function '{node.name()}' returned {what} values in its {i}th "
@@ -249,23 +253,9 @@ def _call_backward(node, grads):
     return result
 
 
-def _input_array(edge):
-    target, nr = edge
-    if nr is None:
-        return target._data
-    return _OutputMeta(target, nr)
-
-
-class _OutputMeta:
-    """Shape and dtype of output `nr` of a node (only shapes are needed for validation)."""
-
-    def __init__(self, node, nr):
-        self.shape, self.dtype = node._out_meta[nr]
-
-
-def _dtype_of(array_like):
+def _dtype_of(dtype):
     from ..dtypes import _FROM_NP
-    return _FROM_NP[np.dtype(array_like.dtype)]
+    return _FROM_NP[np.dtype(dtype)]
 
 
 def _accumulate(leaf, g, create_graph):
