@@ -169,3 +169,40 @@ def test_native_linear_other_dtypes_go_to_the_twin():
     np.testing.assert_array_equal(native_backend.linear(x, w, np.ones(4)),
                                   numpy_backend.linear(x, w, np.ones(4)))
     assert native_backend.linear(x.astype(np.int32), w.astype(np.int32)).dtype == np.int32
+
+
+# ---- the engine adopts Linear's fresh gradients as .grad (no copy): never an alias ----------
+def test_adopted_grads_accumulate_and_never_alias():
+    rng = np.random.default_rng(3)
+    x = mte.tensor(rng.standard_normal((4, 3)).astype(np.float32))
+    w = mte.tensor(rng.standard_normal((2, 3)).astype(np.float32), requires_grad=True)
+    b = mte.tensor(rng.standard_normal(2).astype(np.float32), requires_grad=True)
+    F.linear(x, w, b).sum().backward()
+    first_w, first_b = w.grad.numpy().copy(), b.grad.numpy().copy()
+    F.linear(x, w, b).sum().backward()                      # accumulates in place
+    np.testing.assert_allclose(w.grad.numpy(), 2 * first_w, rtol=1e-6)
+    np.testing.assert_allclose(b.grad.numpy(), 2 * first_b, rtol=1e-6)
+    # dx passes through an Add to two leaves: their grads must be separate arrays
+    a1 = mte.randn(4, 3, requires_grad=True)
+    a2 = mte.randn(4, 3, requires_grad=True)
+    F.linear(a1 + a2, w).sum().backward()
+    assert not np.shares_memory(a1.grad.numpy(), a2.grad.numpy())
+    a1.grad.numpy()[...] = 0
+    assert np.abs(a2.grad.numpy()).sum() > 0
+
+
+def test_hooks_that_keep_a_gradient_see_it_unchanged():
+    x = mte.randn(4, 3)
+    for where in ("tensor", "node"):
+        w = mte.randn(2, 3, requires_grad=True)
+        kept = []
+        if where == "tensor":
+            w.register_hook(lambda g: kept.append(g))
+        y = F.linear(x, w)
+        if where == "node":
+            y.grad_fn.register_hook(lambda gi, go: kept.append(gi[1]))
+        y.sum().backward(retain_graph=True)
+        snap = kept[0].numpy().copy()
+        y.sum().backward()
+        np.testing.assert_array_equal(kept[0].numpy(), snap)
+        np.testing.assert_allclose(w.grad.numpy(), 2 * snap, rtol=1e-6)

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from ... import backend
+from ...autograd.engine import mark_fresh
 from ...autograd.function import Function
 from ...autograd.grad_mode import _State
 from ...ops._util import shape_str
@@ -53,16 +54,17 @@ class Linear(Function):
         n_out = grad._data.shape[-1]
         rows = math.prod(grad._data.shape[:-1])
         dx = dw = db = None
-        if not _State.enabled:  # nothing is recorded: the same math on the arrays
-            g = grad._data.reshape(rows, n_out)
+        if not _State.enabled:  # nothing is recorded: the same math on the arrays, each
+            g = grad._data.reshape(rows, n_out)      # result a new array the engine may adopt
             if needs[0]:
-                dx = Tensor._make(backend.matmul(g, w._data).reshape(grad._data.shape[:-1]
-                                                                     + w._data.shape[1:]))
+                dx = Tensor._make(mark_fresh(backend.matmul(g, w._data).reshape(
+                    grad._data.shape[:-1] + w._data.shape[1:])))
             if needs[1]:
                 xd = x._data
-                dw = Tensor._make(backend.matmul(g.T, xd.reshape(rows, xd.shape[-1])))
+                dw = Tensor._make(mark_fresh(backend.matmul(g.T, xd.reshape(rows,
+                                                                            xd.shape[-1]))))
             if needs[2]:
-                db = Tensor._make(g.sum(0))
+                db = Tensor._make(mark_fresh(g.sum(0)))
             return dx, dw, db
         g = grad.reshape(rows, n_out)
         if needs[0]:
