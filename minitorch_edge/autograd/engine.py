@@ -97,6 +97,20 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return tuple(result)
 
 
+# Arrays the running backward created for one gradient each (mark_fresh), by id; the engine
+# empties this after every node. A fresh array delivered straight to a leaf, as that leaf's only
+# gradient, with no hooks that could keep it, becomes the leaf's .grad without a copy.
+_fresh = {}
+
+
+def mark_fresh(array):
+    """Called by a backward on a gradient array it has just created and returns in exactly one
+    place, with no other reference kept: if it goes straight to a leaf, the engine may make it
+    that leaf's .grad without the defensive copy (as PyTorch steals an unshared gradient)."""
+    _fresh[id(array)] = array
+    return array
+
+
 def _key(edge):
     return (id(edge[0]), edge[1])
 
@@ -129,6 +143,7 @@ def _run(root_edges, root_grads, retain_graph, create_graph, targets, accumulate
     buffers = {}     # id(node) -> [grad per output]
     heap = []        # (-seq, id(node), node)
     leaves = {}      # id(leaf) -> [leaf, summed grad]
+    adoptable = {}   # id(leaf) -> the fresh array its creator handed straight to that leaf
 
     def deliver(edge, g):
         target, nr = edge
@@ -168,7 +183,11 @@ def _run(root_edges, root_grads, retain_graph, create_graph, targets, accumulate
                     if targets is not None and edge[1] is not None and id(edge[0]) not in needed \
                             and _key(edge) not in target_keys:
                         continue
+                    if edge[1] is None and _fresh and _fresh.pop(id(g._data), None) is g._data:
+                        adoptable[id(edge[0])] = g._data     # fresh, straight to a leaf
                     deliver(edge, g)
+            if _fresh:
+                _fresh.clear()     # fresh arrays that went to other nodes stay theirs
             if not retain_graph:
                 node._saved = None
                 node._freed = True
@@ -181,8 +200,12 @@ def _run(root_edges, root_grads, retain_graph, create_graph, targets, accumulate
                 if (id(leaf), None) in target_keys:
                     captured[(id(leaf), None)] = g
             if accumulate and (target_keys is None or (id(leaf), None) in target_keys):
-                _accumulate(leaf, g, create_graph)
+                # a gradient array made fresh for this leaf alone (see mark_fresh) becomes its
+                # .grad as it is; a hook may have kept the tensor, so not when hooks ran
+                adopt = not leaf._hooks and adoptable.get(id(leaf)) is g._data
+                _accumulate(leaf, g, create_graph, adopt)
     finally:
+        _fresh.clear()
         _State.enabled = prev_mode
         errstate.__exit__(None, None, None)
     return captured
@@ -225,6 +248,9 @@ def _call_backward(node, grads):
                            f"(expected {n_in}, got {len(result)})")
     result = list(result[:n_in])
     for hook in node.__dict__.get("_node_hooks", ()):
+        for g in result:                # a hook may keep what it sees: no adoption then
+            if isinstance(g, Tensor):
+                _fresh.pop(id(g._data), None)
         new = hook(tuple(result), tuple(grads))
         if new is not None:
             result = list(new)
@@ -234,13 +260,17 @@ def _call_backward(node, grads):
         if not isinstance(g, Tensor):
             raise TypeError(f"function {node.name()} returned a gradient of type "
                             f"{type(g).__name__} at index {i}; expected a Tensor or None")
-        expected = _input_array(edge)
-        if g._data.shape != expected.shape:
+        target, nr = edge          # the input's shape and dtype, read without a wrapper
+        if nr is None:
+            shape, dtype = target._data.shape, target._data.dtype
+        else:
+            shape, dtype = target._out_meta[nr]
+        if g._data.shape != shape:
             raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index "
                                f"{i} - got {list(g._data.shape)} but expected shape compatible "
-                               f"with {list(expected.shape)}")
-        if g._data.dtype != expected.dtype:
-            result[i] = g = g.to(_dtype_of(expected))
+                               f"with {list(shape)}")
+        if g._data.dtype != dtype:
+            result[i] = g = g.to(_dtype_of(dtype))
         if _Recording.anomaly and g._data.dtype.kind == "f" and not np.isfinite(g._data).all():
             what = "nan" if np.isnan(g._data).any() else "inf"
             raise RuntimeError(f"Function '{node.name()}' returned {what} values in its {i}th "
@@ -249,31 +279,22 @@ def _call_backward(node, grads):
     return result
 
 
-def _input_array(edge):
-    target, nr = edge
-    if nr is None:
-        return target._data
-    return _OutputMeta(target, nr)
-
-
-class _OutputMeta:
-    """Shape and dtype of output `nr` of a node (only shapes are needed for validation)."""
-
-    def __init__(self, node, nr):
-        self.shape, self.dtype = node._out_meta[nr]
-
-
-def _dtype_of(array_like):
+def _dtype_of(dtype):
     from ..dtypes import _FROM_NP
-    return _FROM_NP[np.dtype(array_like.dtype)]
+    return _FROM_NP[np.dtype(dtype)]
 
 
-def _accumulate(leaf, g, create_graph):
+def _accumulate(leaf, g, create_graph, adopt=False):
+    """Add g into leaf.grad. A first gradient is copied (it may share memory with other
+    tensors, and .grad is later changed in place) unless `adopt` says nothing else holds it."""
     if not create_graph:
         g = g.detach()
     old = leaf._grad
     if old is None:
-        leaf._grad = g if create_graph else Tensor._make(np.array(g._data, copy=True))
+        if create_graph:
+            leaf._grad = g
+        else:
+            leaf._grad = Tensor._make(g._data if adopt else np.array(g._data, copy=True))
     elif create_graph or old._rg or not old._data.flags.writeable:
         leaf._grad = old + g
     else:

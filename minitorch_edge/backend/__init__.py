@@ -10,10 +10,12 @@ import warnings
 
 from . import numpy_backend
 
-__all__ = ["matmul", "gemm_epilogue", "active", "info", "set_num_threads", "get_num_threads", "use"]
+__all__ = ["matmul", "linear", "gemm_epilogue", "sgd_step", "adam_step", "active", "info",
+           "set_num_threads", "get_num_threads", "use"]
 
-KERNELS = ("matmul", "gemm_epilogue", "conv2d", "conv2d_backward_input", "conv2d_backward_weight", "max_pool2d",
-           "max_pool2d_backward", "adaptive_max_pool2d", "avg_pool2d", "avg_pool2d_backward")
+KERNELS = ("matmul", "linear", "gemm_epilogue", "conv2d", "conv2d_backward_input",
+           "conv2d_backward_weight", "max_pool2d", "max_pool2d_backward", "adaptive_max_pool2d",
+           "avg_pool2d", "avg_pool2d_backward", "sgd_step", "adam_step")
 _native = None
 _num_threads = [os.cpu_count() or 1]
 

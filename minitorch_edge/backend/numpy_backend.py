@@ -83,6 +83,15 @@ def gemm_epilogue(a, b, bias=None, bias_mode="col", act=None, residual=None, tra
     return epilogue_activation(out, act)
 
 
+def linear(x, w, bias=None):
+    """y = x @ w.T (+ bias): x (rows, in), w (out, in), bias (out,) or None -> (rows, out).
+    One call for a Linear layer's forward (the native twin is one transposed-B GEMM)."""
+    out = np.matmul(x, w.T)
+    if bias is not None:
+        out += bias
+    return out
+
+
 # ==== convolution ===============================================================================
 # Conventions shared by the conv kernels (the native twins use the same ones):
 #   x        (N, C, H, W) input;  w (O, C // groups, kh, kw) weight;  bias (O,) or None
@@ -347,3 +356,81 @@ def avg_pool2d_backward(grad_y, x_shape, kernel, stride, padding, count_include_
         for j in range(kw):
             gp[:, :, i:i + (ho - 1) * sh + 1:sh, j:j + (wo - 1) * sw + 1:sw] += g
     return np.ascontiguousarray(gp[:, :, ph:ph + h, pw:pw + w])
+
+
+# ==== optimizer updates =========================================================================
+# One parameter's update, in place: param and the state arrays are overwritten, grad is only
+# read. The math is PyTorch's; the operation order below fixes the float32 rounding, and the
+# native twins (native/src/optim.c) follow it. Scalars are Python floats (numpy rounds them to
+# the arrays' dtype), so derived coefficients such as 1 - dampening are computed in double.
+
+def sgd_step(param, grad, buf, lr, momentum, dampening, weight_decay, nesterov, maximize,
+             first_step):
+    """SGD (with momentum): d = -grad if maximize else grad; d = d + wd * p; then, with
+    momentum, buf = d on the first step, else buf = momentum * buf + (1 - dampening) * d, and
+    d = d + momentum * buf (nesterov) or d = buf; finally p -= lr * d.
+    buf is the momentum buffer (param's shape; None when momentum == 0). At most one
+    temporary array is made (two with maximize)."""
+    d, owned = (np.negative(grad), True) if maximize else (grad, False)
+    if weight_decay != 0:
+        t = np.multiply(param, weight_decay)
+        t += d
+        d, owned = t, True
+    if momentum != 0:
+        if first_step:
+            np.copyto(buf, d)
+        else:
+            buf *= momentum
+            buf += d if dampening == 0 else (1 - dampening) * d
+        if nesterov:
+            t = np.multiply(buf, momentum)
+            t += d
+            d, owned = t, True
+        else:
+            d, owned = buf, False
+    if owned:
+        d *= lr
+    else:
+        d = lr * d
+    param -= d
+
+
+def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1, beta2, eps,
+              weight_decay, decoupled_weight_decay, maximize):
+    """Adam / AdamW at step count t = step (after incrementing):
+    g = -grad if maximize; p *= 1 - lr wd (decoupled) or g = g + wd p;
+    m = lerp(m, g, 1 - beta1); v = beta2 v + (1 - beta2) g^2;
+    v_max = max(v_max, v) and v := v_max (AMSGrad: when max_exp_avg_sq is an array);
+    p -= (lr / (1 - beta1^t)) m / (sqrt(v) / sqrt(1 - beta2^t) + eps).
+    lerp(a, b, w) is a + w (b - a) for w < 0.5 and b - (b - a)(1 - w) otherwise (PyTorch)."""
+    g = np.negative(grad) if maximize else grad
+    if weight_decay != 0:
+        if decoupled_weight_decay:
+            param *= 1 - lr * weight_decay
+        else:
+            t = np.multiply(param, weight_decay)
+            t += g
+            g = t
+    w = 1 - beta1
+    t = np.empty_like(exp_avg)                          # the one scratch array (0-d too)
+    np.subtract(g, exp_avg, out=t)                      # t = g - m
+    if w < 0.5:
+        t *= w
+        exp_avg += t
+    else:
+        t *= 1 - w
+        np.subtract(g, t, out=exp_avg)
+    exp_avg_sq *= beta2
+    np.multiply(g, g, out=t)
+    t *= 1 - beta2
+    exp_avg_sq += t
+    v = exp_avg_sq
+    if max_exp_avg_sq is not None:
+        np.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
+        v = max_exp_avg_sq
+    np.sqrt(v, out=t)                                   # t = denominator
+    t /= (1 - beta2 ** step) ** 0.5
+    t += eps
+    s = np.multiply(exp_avg, lr / (1 - beta1 ** step))
+    s /= t
+    param -= s

@@ -50,15 +50,17 @@ class Module:
 
     # ---- calling --------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        for hook in list(self._forward_pre_hooks.values()):
-            new = hook(self, args)
-            if new is not None:
-                args = new if isinstance(new, tuple) else (new,)
+        if self._forward_pre_hooks:   # (tested first: most modules have no hooks)
+            for hook in list(self._forward_pre_hooks.values()):
+                new = hook(self, args)
+                if new is not None:
+                    args = new if isinstance(new, tuple) else (new,)
         out = self.forward(*args, **kwargs)
-        for hook in list(self._forward_hooks.values()):
-            new = hook(self, args, out)
-            if new is not None:
-                out = new
+        if self._forward_hooks:
+            for hook in list(self._forward_hooks.values()):
+                new = hook(self, args, out)
+                if new is not None:
+                    out = new
         return out
 
     def _add_hook(self, table, hook):

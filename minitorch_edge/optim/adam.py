@@ -22,6 +22,7 @@ NAdam (Nesterov momentum in Adam, with a momentum schedule mu_t)::
 """
 import numpy as np
 
+from .. import backend
 from .optimizer import Optimizer, _scalar
 from .sgd import _check_common, _check_unsupported
 
@@ -59,12 +60,15 @@ class Adam(Optimizer):
 
     def step(self, closure=None):
         loss = self._eval_closure(closure)
+        update = backend.adam_step         # one fused pass per tensor (native), or numpy
         for group in self.param_groups:
             lr, wd, eps = _scalar(group["lr"]), group["weight_decay"], group["eps"]
             beta1, beta2 = _betas(group["betas"])
-            amsgrad = group["amsgrad"]
+            amsgrad, maximize = group["amsgrad"], group.get("maximize", False)
+            decoupled = group["decoupled_weight_decay"]
             for p in group["params"]:
-                if p.grad is None:
+                grad = p._grad
+                if grad is None:
                     continue
                 state = self.state[p]
                 if len(state) == 0:
@@ -73,28 +77,11 @@ class Adam(Optimizer):
                     state["exp_avg_sq"] = self._zeros(p)
                     if amsgrad:
                         state["max_exp_avg_sq"] = self._zeros(p)
-                x, g = p._data, self._grad(p, group)
-                m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
                 state["step"]._data += 1
-                t = float(state["step"]._data)
-                if wd != 0:
-                    if group["decoupled_weight_decay"]:
-                        x *= 1 - lr * wd
-                    else:
-                        g = g + wd * x
-                self._lerp_(m, g, 1 - beta1)
-                v *= beta2
-                v += (1 - beta2) * (g * g)
-                step_size = lr / (1 - beta1 ** t)
-                bias_correction2_sqrt = (1 - beta2 ** t) ** 0.5
-                if amsgrad:
-                    vmax = state["max_exp_avg_sq"]._data
-                    np.maximum(vmax, v, out=vmax)
-                    v = vmax
-                denom = np.sqrt(v)
-                denom /= bias_correction2_sqrt
-                denom += eps
-                x -= step_size * m / denom
+                update(p._data, grad._data, state["exp_avg"]._data, state["exp_avg_sq"]._data,
+                       state["max_exp_avg_sq"]._data if amsgrad else None,
+                       float(state["step"]._data), lr, beta1, beta2, eps, wd, decoupled,
+                       maximize)
                 self._bump(p)
         return loss
 

@@ -10,8 +10,7 @@ For each parameter p with gradient g (PyTorch's formulation)::
         g <- g + momentum * b   if nesterov   else   g <- b
     p <- p - lr * g
 """
-import numpy as np
-
+from .. import backend
 from .optimizer import Optimizer, _scalar
 
 __all__ = ["SGD"]
@@ -37,8 +36,9 @@ class SGD(Optimizer):
 
     Args: params, lr (default 1e-3), momentum (0), dampening (0), weight_decay (0),
     nesterov (False; needs momentum > 0 and dampening 0), maximize (False).
-    ``foreach`` and ``fused`` are accepted for compatibility and ignored (every update is one
-    numpy expression per tensor already).
+    ``foreach`` and ``fused`` are accepted for compatibility and ignored: each tensor's update
+    is always one ``backend.sgd_step`` call (a fused native pass for float32 C-contiguous
+    tensors, the numpy twin otherwise).
     """
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False,
@@ -55,27 +55,25 @@ class SGD(Optimizer):
 
     def step(self, closure=None):
         loss = self._eval_closure(closure)
+        update = backend.sgd_step          # one fused pass per tensor (native), or numpy
         for group in self.param_groups:
             lr, wd = _scalar(group["lr"]), group["weight_decay"]
             momentum, dampening = group["momentum"], group["dampening"]
+            nesterov, maximize = group["nesterov"], group.get("maximize", False)
+            state = self.state
             for p in group["params"]:
-                if p.grad is None:
+                grad = p._grad
+                if grad is None:
                     continue
-                x = p._data
-                g = self._grad(p, group)
-                if wd != 0:
-                    g = g + wd * x
+                buf, first = None, False
                 if momentum != 0:
-                    state = self.state[p]
-                    buf = state.get("momentum_buffer")
-                    if buf is None:
-                        buf = state["momentum_buffer"] = self._zeros(p)
-                        np.copyto(buf._data, g)
-                    else:
-                        b = buf._data
-                        b *= momentum
-                        b += (1 - dampening) * g
-                    g = g + momentum * buf._data if group["nesterov"] else buf._data
-                x -= lr * g
+                    s = state[p]
+                    b = s.get("momentum_buffer")
+                    if b is None:
+                        b = s["momentum_buffer"] = self._zeros(p)
+                        first = True
+                    buf = b._data
+                update(p._data, grad._data, buf, lr, momentum, dampening, wd, nesterov,
+                       maximize, first)
                 self._bump(p)
         return loss

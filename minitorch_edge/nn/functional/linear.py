@@ -1,10 +1,20 @@
 """Affine maps: ``linear`` (y = x W^T + b) and ``bilinear`` (y_k = x1^T W_k x2 + b_k).
 
-Both are composed of Tensor ops (matmul, add, mul, sum), so their gradients, and gradients of
-gradients, come from those ops. matmul already folds a batch of rows into one matrix product
-when a 2-D weight is shared by every row, so a (B, T, in) input costs one GEMM forward and two
-backward.
+``linear`` with a 2-D weight is one fused op, `Linear`: the forward is a single backend call
+(``backend.linear``: one GEMM reading W transposed in place, the bias added into its result),
+the leading dims of x folded into the rows of that one product. Its backward is two GEMMs and a
+column sum, each only for the inputs that need a gradient. Other cases (a 1-D weight, mixed
+dtypes, a broadcast bias) are composed of Tensor ops (matmul, add), whose gradients, and
+gradients of gradients, come from those ops. ``bilinear`` is composed too.
 """
+import math
+
+import numpy as np
+
+from ... import backend
+from ...autograd.engine import mark_fresh
+from ...autograd.function import Function
+from ...autograd.grad_mode import _State
 from ...ops._util import shape_str
 from ...ops.linalg import matmul
 from ...tensor import Tensor
@@ -15,6 +25,63 @@ __all__ = ["linear", "bilinear"]
 def _need_tensor(x, name, op):
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}(): argument '{name}' must be a Tensor, not {type(x).__name__}")
+
+
+class Linear(Function):
+    """y = x W^T + b for x (*, in), W (out, in), b (out,) or None, all of one float dtype.
+
+    With X = x viewed as (rows, in) and G = dy as (rows, out):
+    dx = G W (reshaped to x's shape), dW = G^T X, db = G summed over the rows.
+    The backward is written with Tensor ops when it is itself recorded (create_graph=True), so
+    gradients of gradients work; otherwise it calls the backend on the arrays directly."""
+    _builtin = True
+
+    @staticmethod
+    def forward(ctx, x, w, b):
+        needs = ctx.needs_input_grad
+        if needs:  # keep only what the wanted gradients read: dx reads W, dW reads x
+            ctx.save_for_backward(x if needs[1] else None, w if needs[0] else None)
+        xd = x._data
+        lead = xd.shape[:-1]
+        out = backend.linear(xd.reshape(math.prod(lead), xd.shape[-1]), w._data,
+                             None if b is None else b._data)
+        return out.reshape(lead + (w._data.shape[0],))
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        n_out = grad._data.shape[-1]
+        rows = math.prod(grad._data.shape[:-1])
+        dx = dw = db = None
+        if not _State.enabled:  # nothing is recorded: the same math on the arrays, each
+            g = grad._data.reshape(rows, n_out)      # result a new array the engine may adopt
+            if needs[0]:
+                dx = Tensor._make(mark_fresh(backend.matmul(g, w._data).reshape(
+                    grad._data.shape[:-1] + w._data.shape[1:])))
+            if needs[1]:
+                xd = x._data
+                dw = Tensor._make(mark_fresh(backend.matmul(g.T, xd.reshape(rows,
+                                                                            xd.shape[-1]))))
+            if needs[2]:
+                db = Tensor._make(mark_fresh(g.sum(0)))
+            return dx, dw, db
+        g = grad.reshape(rows, n_out)
+        if needs[0]:
+            dx = matmul(g, w).reshape(grad._data.shape[:-1] + w._data.shape[1:])
+        if needs[1]:
+            dw = matmul(g.t(), x.reshape(rows, x._data.shape[-1]))
+        if needs[2]:
+            db = g.sum(0)
+        return dx, dw, db
+
+
+def _fusable(input, weight, bias):
+    """The fused op covers a 2-D weight, one float dtype, and a bias of shape (out,) or none."""
+    dt = weight._data.dtype
+    return (weight._data.ndim == 2 and dt.kind == "f" and input._data.dtype == dt
+            and (bias is None or (bias._data.dtype == dt
+                                  and bias._data.shape == weight._data.shape[:1])))
 
 
 def linear(input, weight, bias=None):
@@ -31,9 +98,12 @@ def linear(input, weight, bias=None):
     if not xs or xs[-1] != ws[-1]:
         raise RuntimeError(f"linear: expected input with last dimension {ws[-1]} (weight "
                            f"{shape_str(ws)}), got input of shape {tuple(xs)}")
-    out = matmul(input, weight.t() if weight._data.ndim == 2 else weight)
     if bias is not None:
         _need_tensor(bias, "bias", "linear")
+    if _fusable(input, weight, bias):
+        return Linear.apply(input, weight, bias)
+    out = matmul(input, weight.t() if weight._data.ndim == 2 else weight)
+    if bias is not None:
         want = ws[:1] if weight._data.ndim == 2 else ()
         if bias._data.shape != want and bias._data.size != 1:
             raise RuntimeError(f"linear: bias of shape {tuple(bias._data.shape)} does not match "
