@@ -143,6 +143,11 @@ def extensions():
         include_dirs=[os.path.join(NATIVE, "include")],
         define_macros=[("MTE_EMBEDDED", "1")],
         cxx_std=17,
+        # libmte's objects are linked in as extra objects, which build_ext does not compare
+        # with the module's date: list every native file, so a change to any relinks _C
+        depends=[os.path.join(NATIVE, f) for f in
+                 _sources("src/*.c", "src/*.h", "src/arch/*/*.c", "include/*.h",
+                          "bindings/*.h")],
     )
     ext.optional = True
     return [ext]

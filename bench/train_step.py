@@ -2,13 +2,14 @@
 PyTorch at one thread, and where our step spends its time.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/train_step.py [--json out.json]
-        [--steps 50] [--warmup 10] [--models mlp,cnn]
+        [--steps 50] [--warmup 10] [--models mlp,cnn] [--threads 1 2]
 
 Models: MLP 784-256-10 on a batch of 128 flattened images, SmallCNN on a batch of 64 1x28x28
 images; cross-entropy loss; both frameworks start from the same weights (ours copied into the
 PyTorch twin) and see the same batch. Each figure is the median over ``--steps`` steps after
-``--warmup`` steps. Threads: ``torch.set_num_threads(1)``, our ``set_num_threads(1)`` (native
-kernels) and OPENBLAS_NUM_THREADS=1 (numpy's BLAS, which our set_num_threads does not reach).
+``--warmup`` steps. Threads (``--threads 1 2`` measures each count; default 1):
+``torch.set_num_threads(n)``, our ``set_num_threads(n)`` (native kernels) and numpy's BLAS
+(OPENBLAS_NUM_THREADS, and threadpoolctl when installed).
 
 Environment: the script re-executes itself once with ``MALLOC_MMAP_THRESHOLD_=1000000000
 MALLOC_TRIM_THRESHOLD_=1000000000`` set: glibc then serves large buffers from its heap and keeps
@@ -35,7 +36,7 @@ import time
 from collections import defaultdict
 
 _ENV = {"MALLOC_MMAP_THRESHOLD_": "1000000000", "MALLOC_TRIM_THRESHOLD_": "1000000000",
-        "OPENBLAS_NUM_THREADS": "1"}
+        "OPENBLAS_NUM_THREADS": "1"}   # raised to the largest --threads value at re-execution
 
 
 def _reexec_if_needed(argv):
@@ -44,6 +45,14 @@ def _reexec_if_needed(argv):
     env = dict(os.environ, _MTE_BENCH_REEXEC="1")
     for k, v in _ENV.items():
         env.setdefault(k, v)
+    if "--threads" in argv:          # numpy's BLAS pool must be sized before numpy loads
+        counts = []
+        for a in argv[argv.index("--threads") + 1:]:
+            if not a.isdigit():
+                break
+            counts.append(int(a))
+        if counts and "OPENBLAS_NUM_THREADS" not in os.environ:
+            env["OPENBLAS_NUM_THREADS"] = str(max(counts))
     os.execve(sys.executable, [sys.executable, os.path.abspath(__file__)] + argv, env)
 
 
@@ -293,15 +302,30 @@ def main(argv=None):
     parser.add_argument("--models", default="mlp,cnn")
     parser.add_argument("--json", default=None)
     parser.add_argument("--no-reexec", action="store_true")
+    parser.add_argument("--threads", type=int, nargs="+", default=[1],
+                        help="thread counts to measure, e.g. --threads 1 2")
     args = parser.parse_args(argv)
-    mte.set_num_threads(1)
-    if torch is not None:
-        torch.set_num_threads(1)
-    else:
+    if torch is None:
         print("PyTorch is not installed: measuring ours only", file=sys.stderr)
-    rng = np.random.default_rng(0)
-    results = [run_case(c, args.steps, args.warmup)
-               for c in build_cases(args.models.split(","), rng)]
+    results = []
+    for threads in args.threads:
+        mte.set_num_threads(threads)
+        limit = None
+        if torch is not None:
+            torch.set_num_threads(threads)
+        try:   # numpy's OpenBLAS (used for tiny heads) follows too, when threadpoolctl is there
+            from threadpoolctl import threadpool_limits
+            limit = threadpool_limits(threads)
+        except ImportError:
+            pass
+        rng = np.random.default_rng(0)     # the same models and batches for every count
+        for c in build_cases(args.models.split(","), rng):
+            r = run_case(c, args.steps, args.warmup)
+            r["threads"] = threads
+            r["label"] = f"{r['label']}, {threads} thread{'s' if threads > 1 else ''}"
+            results.append(r)
+        if limit is not None and hasattr(limit, "unregister"):
+            limit.unregister()
     env = {"python": platform.python_version(), "numpy": np.__version__,
            "torch": torch.__version__ if torch is not None else None,
            "backend": mte.backend.info().get("backend"),

@@ -83,3 +83,4 @@ inline void raise_status(const char *op, int st) {
 void mte_bind_conv(pybind11::module_ &m);
 void mte_bind_depthwise(pybind11::module_ &m);
 void mte_bind_winograd(pybind11::module_ &m);
+void mte_bind_optim(pybind11::module_ &m);

@@ -192,7 +192,7 @@ PYBIND11_MODULE(_C, m) {
   mte_bind_conv(m);
   mte_bind_depthwise(m);
   mte_bind_winograd(m);
-  { void mte_bind_optim(py::module_ &); mte_bind_optim(m); }  // optim.cpp (fused optimizers)
+  mte_bind_optim(m);
   m.doc() =
       "minitorch_edge._C - native kernels (libmte) for float32 numpy arrays.\n\n"
       "Inputs must be C-contiguous float32 ndarrays; they are used in place (no copy).\n"

@@ -248,4 +248,6 @@ MTE_API const char *mte_kernels(void);
 
 #include "mte_winograd.h"
 
+#include "mte_optim.h"
+
 #endif /* MTE_H */
