@@ -419,3 +419,53 @@ def test_bad_input_raises():
     np.testing.assert_array_equal(_C.conv2d(x, w, None, 1, (1, 0)),
                                   _C.conv2d(x, w, None, 1, (1, 1, 0, 0)))
     assert _C.conv2d(x[:0], w).shape == (0, 2, 3, 3)
+
+
+# ---- prepacked weights (inference) -------------------------------------------------------------
+
+@pytest.mark.parametrize("shape,groups,stride,padding", [
+    ((1, 96, 14, 14, 576, 1), 1, 1, 0),      # 1x1: the direct GEMM
+    ((2, 16, 9, 9, 24, 3), 1, 2, 1),         # strided 3x3: im2col
+    ((1, 12, 8, 8, 18, 3), 3, 1, 1),         # groups
+])
+def test_packed_weights_match_and_follow_writes(shape, groups, stride, padding):
+    """Under no_grad the im2col conv reuses packed weight panels: the result is bitwise the
+    per-call one, and a write to the weight drops the panels."""
+    import minitorch_edge as mte
+    from minitorch_edge.backend import native_conv, prepared
+    n, c, h, w_, k, ks = shape
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((n, c, h, w_)).astype(np.float32)
+    w = rng.standard_normal((k, c // groups, ks, ks)).astype(np.float32)
+    b = rng.standard_normal(k).astype(np.float32)
+    geom = ((stride, stride), (padding,) * 4, (1, 1), groups)
+    plain = _C.conv2d(x, w, b, *geom)
+    with mte.no_grad():
+        misses = prepared.stats()["misses"]
+        first = native_conv.conv2d(x, w, b, *geom)
+        again = native_conv.conv2d(x, w, b, *geom)
+        assert prepared.stats()["misses"] == misses + 1       # packed once, then reused
+        np.testing.assert_array_equal(first, plain)
+        np.testing.assert_array_equal(again, plain)
+        w *= 0.5                                              # written in place ...
+        prepared.wrote(w)                                     # ... and announced
+        np.testing.assert_array_equal(native_conv.conv2d(x, w, b, *geom),
+                                      _C.conv2d(x, w, b, *geom))
+
+
+def test_packed_weight_binding_errors():
+    w = np.ones((8, 4, 3, 3), np.float32)
+    x = np.ones((1, 4, 5, 5), np.float32)
+    packed = _C.conv2d_pack_weight(w)
+    assert packed.ndim == 1 and packed.dtype == np.float32
+    assert _C.conv2d_pack_weight(np.ones((4, 1, 3, 3), np.float32), 4) is None  # depthwise
+    with pytest.raises(ValueError, match="packed_w was not packed for this weight"):
+        _C.conv2d(x, np.ones((8, 2, 3, 3), np.float32), None, 1, 1, 1, 2, packed_w=packed)
+    with pytest.raises(ValueError, match="pack it again"):
+        _C.conv2d(x, w, None, 1, 1, packed_w=packed[:10])
+    with pytest.raises(TypeError):
+        _C.conv2d(x, w, None, 1, 1, packed_w=packed.astype(np.float64))
+    with pytest.raises(ValueError, match="divisible by groups"):
+        _C.conv2d_pack_weight(w, 3)
+    with pytest.raises(ValueError, match="groups must be positive"):
+        _C.conv2d_pack_weight(w, 0)

@@ -10,7 +10,10 @@ numpy_backend.py; native_backend.py merges the names listed in ``KERNELS``. Whic
                                                                       U cached: prepared.py)
     everything else (any stride, padding, dilation, groups; 1x1 as a plain GEMM)
                                                 _C.conv2d*            im2col folded into the
-                                                                      GEMM's packing (conv.c)
+                                                                      GEMM's packing (conv.c);
+                                                                      in inference the weight
+                                                                      panels are packed once
+                                                                      (prepared.py)
 
 Winograd F(4x4, 3x3) has ~1e-5 relative error (im2col: ~4e-7); train-mode BatchNorm can
 amplify that into visibly different weight gradients, so Winograd serves inference (grad mode
@@ -91,6 +94,18 @@ def _winograd_tile(x_shape, w_shape, stride, padding, dilation, groups):
     return 0
 
 
+def _packed_weight(w, groups):
+    """For inference (grad mode off), w packed once into the GEMM panels _C.conv2d would
+    build on every call (backend/prepared.py; keyed by the ISA, whose microkernel sets the
+    layout); None in training, or when conv2d packs nothing for w (depthwise-like)."""
+    if _State.enabled or not prepared.enabled() or not hasattr(_C, "conv2d_pack_weight"):
+        return None
+    if w.size == 0 or (w.shape[1] == 1 and w.shape[0] // groups <= 4):
+        return None
+    return prepared.get(w, ("conv2d_packed", _C.active_isa(), groups),
+                        lambda a: _C.conv2d_pack_weight(a, groups))
+
+
 def _winograd_u(w, tile):
     """Winograd's transformed weights for w, made once per weight (backend/prepared.py)."""
     return prepared.get(w, ("winograd", tile), lambda a: _C.winograd_transform_weight(a, tile))
@@ -111,7 +126,8 @@ def conv2d(x, w, bias, stride, padding, dilation, groups):
     if tile:
         return _C.winograd3x3(x, w, bias, padding[0], padding[2], U=_winograd_u(w, tile),
                               tile=tile)
-    return _C.conv2d(x, w, bias, stride, padding, dilation, groups)
+    return _C.conv2d(x, w, bias, stride, padding, dilation, groups,
+                     packed_w=_packed_weight(w, groups))
 
 
 def conv2d_act(x, w, bias, stride, padding, dilation, groups, act=None, residual=None):
@@ -134,7 +150,8 @@ def conv2d_act(x, w, bias, stride, padding, dilation, groups, act=None, residual
     if (s is not None and hasattr(_C, "depthwise3x3") and residual is None
             and act in (None, "none", "relu", "relu6")):
         return _C.depthwise3x3(x, w, bias, s, act or "none")
-    return _C.conv2d(x, w, bias, stride, padding, dilation, groups, act, residual)
+    return _C.conv2d(x, w, bias, stride, padding, dilation, groups, act, residual,
+                     packed_w=_packed_weight(w, groups))
 
 
 def conv2d_backward_input(grad_y, w, x_shape, stride, padding, dilation, groups):

@@ -37,6 +37,10 @@ def _root(array):
 
 
 def _stamp(array):
+    """Which view of its root `array` is. A root owns its memory, which never moves, so its
+    shape and strides say it all (the common case: cheap); a view adds its address."""
+    if array.base is None:
+        return (array.shape, array.strides, array.dtype.str)
     return (array.__array_interface__["data"][0], array.shape, array.strides, array.dtype.str)
 
 

@@ -98,7 +98,7 @@ py::array new_array(int64_t a, int64_t b, int64_t c, int64_t e) {
 
 py::array conv2d(py::handle x_obj, py::handle w_obj, py::handle b_obj, py::handle stride,
                  py::handle padding, py::handle dilation, int64_t groups, py::handle act_obj,
-                 py::handle res_obj) {
+                 py::handle res_obj, py::handle packed_obj) {
   const char *op = "conv2d";
   py::array x = checked_array(op, "x", x_obj, 4, 4);
   py::array w = checked_array(op, "w", w_obj, 4, 4);
@@ -142,6 +142,14 @@ py::array conv2d(py::handle x_obj, py::handle w_obj, py::handle b_obj, py::handl
                             std::to_string(d.out_h) + "x" + std::to_string(d.out_w) + ")");
     residual = static_cast<const float *>(res.data());
   }
+  const float *packed = nullptr;
+  int64_t packed_floats = 0;
+  py::array pk;
+  if (!packed_obj.is_none()) {
+    pk = checked_array(op, "packed_w", packed_obj, 1, 1);
+    packed = static_cast<const float *>(pk.data());
+    packed_floats = pk.shape(0);
+  }
   py::array y = new_array(d.batch, d.out_channels, d.out_h, d.out_w);
   const float *xp = static_cast<const float *>(x.data());
   const float *wp = static_cast<const float *>(w.data());
@@ -149,10 +157,47 @@ py::array conv2d(py::handle x_obj, py::handle w_obj, py::handle b_obj, py::handl
   int st;
   {
     py::gil_scoped_release nogil;
-    st = mte_conv2d_forward_ex(&d, xp, wp, bias, act, residual, yp, nullptr);
+    st = mte_conv2d_forward_packed(&d, xp, wp, packed, packed_floats, bias, act, residual, yp,
+                                   nullptr);
   }
+  if (st == MTE_EINVAL && packed)  // every other argument was checked above
+    throw py::value_error("conv2d: packed_w was not packed for this weight (" + shape_str(w) +
+                          ", groups=" + std::to_string(groups) + ") with the active ISA (" +
+                          mte_active_isa() + "); pack it again with conv2d_pack_weight");
   raise_status(op, st);
   return y;
+}
+
+// w packed into the GEMM panels conv2d would build on every call; None if it packs nothing
+py::object pack_weight(py::handle w_obj, int64_t groups) {
+  const char *op = "conv2d_pack_weight";
+  py::array w = checked_array(op, "w", w_obj, 4, 4);
+  if (groups < 1)
+    throw py::value_error("conv2d_pack_weight: groups must be positive, got " +
+                          std::to_string(groups));
+  mte_conv2d_desc d{};
+  d.batch = 1, d.in_channels = w.shape(1) * groups, d.out_channels = w.shape(0);
+  d.kernel_h = d.in_h = w.shape(2), d.kernel_w = d.in_w = w.shape(3);
+  d.stride_h = d.stride_w = d.dilation_h = d.dilation_w = 1, d.groups = groups;
+  if (d.out_channels % groups)
+    throw py::value_error("conv2d_pack_weight: " + std::to_string(d.out_channels) +
+                          " output channels are not divisible by groups=" +
+                          std::to_string(groups));
+  if (d.kernel_h < 1 || d.kernel_w < 1)
+    throw py::value_error("conv2d_pack_weight: kernel size must be at least 1x1, got weight (" +
+                          shape_str(w) + ")");
+  d.out_h = d.out_w = 1;
+  const int64_t n = mte_conv2d_packed_weight_floats(&d);
+  raise_status(op, n < 0 ? MTE_EINVAL : MTE_OK);
+  if (n == 0) return py::none();
+  py::array_t<float> out(static_cast<py::ssize_t>(n));
+  int st;
+  {
+    py::gil_scoped_release nogil;
+    st = mte_conv2d_pack_weight(&d, static_cast<const float *>(w.data()), out.mutable_data(), n);
+  }
+  raise_status(op, st);
+  return std::move(out);
 }
 
 py::array backward_input(py::handle gy_obj, py::handle w_obj, py::handle x_shape,
@@ -228,14 +273,21 @@ void mte_bind_conv(pybind11::module_ &m) {
   m.def("conv2d", &conv2d, py::arg("x"), py::arg("w"), py::arg("bias") = py::none(),
         py::arg("stride") = 1, py::arg("padding") = 0, py::arg("dilation") = 1,
         py::arg("groups") = 1, py::arg("act") = py::none(), py::arg("residual") = py::none(),
+        py::arg("packed_w") = py::none(),
         "conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, act=None,\n"
-        "       residual=None)\n\n"
+        "       residual=None, packed_w=None)\n\n"
         "y = act(conv2d(x, w) + bias + residual), NCHW float32 (numpy_backend.conv2d plus a\n"
         "fused epilogue). x (N, C, H, W); w (O, C/groups, kh, kw); bias (O,) or None;\n"
         "residual None or shaped like y, (N, O, Ho, Wo) (a ResNet block's identity).\n"
         "stride, dilation: int or (h, w); padding: int, (ph, pw) or (top, bottom, left,\n"
         "right); act: None/'none', 'relu', 'relu6', 'gelu' or 'gelu_tanh', applied in the\n"
-        "GEMM's epilogue. Arrays must be C-contiguous float32. Returns (N, O, Ho, Wo).");
+        "GEMM's epilogue. Arrays must be C-contiguous float32. Returns (N, O, Ho, Wo).\n"
+        "packed_w: conv2d_pack_weight(w, groups), reused instead of packing w again.");
+  m.def("conv2d_pack_weight", &pack_weight, py::arg("w"), py::arg("groups") = 1,
+        "conv2d_pack_weight(w, groups=1) -> 1-D float32 array or None\n\n"
+        "w packed into the GEMM panels conv2d builds on every call (for the active ISA), to\n"
+        "pass as conv2d(..., packed_w=...) while w is unchanged; None when conv2d packs\n"
+        "nothing for this weight (depthwise-like convs with <= 4 outputs per group).");
   m.def("conv2d_backward_input", &backward_input, py::arg("grad_y"), py::arg("w"),
         py::arg("x_shape"), py::arg("stride") = 1, py::arg("padding") = 0,
         py::arg("dilation") = 1, py::arg("groups") = 1,

@@ -64,6 +64,30 @@ MTE_API int mte_conv2d_forward_ex(const mte_conv2d_desc *d, const float *x, cons
                                   const float *bias, int activation, const float *residual,
                                   float *y, mte_arena *arena);
 
+/*
+ * Prepacked weights, for inference: forward packs w into MR-tall GEMM panels on every call;
+ * an engine whose weights do not change packs them once instead:
+ *
+ *     int64_t n = mte_conv2d_packed_weight_floats(&d);   // 0: this conv packs nothing
+ *     float *p = aligned_alloc(64, n * sizeof(float));     // 64-byte aligned
+ *     mte_conv2d_pack_weight(&d, w, p, n);
+ *     mte_conv2d_forward_packed(&d, x, NULL, p, n, bias, act, residual, y, NULL);
+ *
+ * The layout depends on the weight's shape, the groups and the active ISA's microkernel; a
+ * header in the buffer records them, and forward_packed returns MTE_EINVAL when they differ
+ * from what it would use (e.g. after mte_set_isa): pack again. packed_weight_floats returns
+ * 0 for convs that never pack their weights (the direct depthwise loops: in_channels/groups
+ * == 1 and at most 4 outputs per group) and -1 for an invalid descriptor; pack_weight then
+ * returns MTE_EUNSUPPORTED. forward_packed with packed == NULL is forward_ex (w required).
+ */
+MTE_API int64_t mte_conv2d_packed_weight_floats(const mte_conv2d_desc *d);
+MTE_API int mte_conv2d_pack_weight(const mte_conv2d_desc *d, const float *w, float *packed,
+                                   int64_t packed_floats);
+MTE_API int mte_conv2d_forward_packed(const mte_conv2d_desc *d, const float *x, const float *w,
+                                      const float *packed, int64_t packed_floats,
+                                      const float *bias, int activation,
+                                      const float *residual, float *y, mte_arena *arena);
+
 /* grad_x (batch, in_channels, in_h, in_w) = the adjoint of x -> conv(x, w) applied to
  * grad_y (batch, out_channels, out_h, out_w). grad_x is overwritten (not accumulated). */
 MTE_API int mte_conv2d_backward_input(const mte_conv2d_desc *d, const float *grad_y,

@@ -242,9 +242,81 @@ int mte_conv2d_forward(const mte_conv2d_desc *d, const float *x, const float *w,
   return mte_conv2d_forward_ex(d, x, w, bias, act, NULL, y, arena);
 }
 
+/* ---------------------------------------------------------------- prepacked weights */
+
+/* A packed weight buffer starts with this header (MTE_PACKED_HEADER floats, so the panels
+ * stay 64-byte aligned): the layout it was packed in must be the one forward would use. */
+typedef struct packed_header {
+  int32_t magic, mr, nr, kc, groups, kg, kk, kcb;
+  char isa[16];
+} packed_header;
+_Static_assert(sizeof(packed_header) <= MTE_CONV_PACKED_HEADER * sizeof(float), "header");
+#define PACKED_MAGIC 0x5745544D /* "MTEW" */
+
+/* 1 and the panel geometry if this conv packs its weights (not the direct depthwise loops) */
+static int packed_layout(const conv_geom *g, const mte_sgemm_kernel *k, int64_t *kcb,
+                         int64_t *floats) {
+  if (g->KK == 0 || g->K == 0 || (g->Cg == 1 && g->Kg <= MTE_CONV_DIRECT_MAX_KG)) return 0;
+  const int64_t nk = cdiv(g->KK, k->kc);
+  *kcb = cdiv(g->KK, nk);
+  *floats = MTE_CONV_PACKED_HEADER + g->G * rup(g->Kg, k->mr) * g->KK;
+  return 1;
+}
+
+static packed_header make_header(const conv_geom *g, const mte_sgemm_kernel *k, int64_t kcb) {
+  packed_header h;
+  memset(&h, 0, sizeof h);
+  h.magic = PACKED_MAGIC, h.mr = k->mr, h.nr = k->nr, h.kc = k->kc;
+  h.groups = (int32_t)g->G, h.kg = (int32_t)g->Kg, h.kk = (int32_t)g->KK, h.kcb = (int32_t)kcb;
+  strncpy(h.isa, k->isa, sizeof h.isa - 1);
+  return h;
+}
+
+/* every (group, k slice) block of W as MR-tall panels, the layout forward reads */
+static void pack_weight_panels(const conv_geom *g, int mr, int64_t kcb, const float *w,
+                               float *apack) {
+  const int64_t nk = cdiv(g->KK, kcb), Mr = rup(g->Kg, mr);
+  for (int64_t t = 0; t < g->G * nk; ++t) {
+    const int64_t gi = t / nk, pc = t % nk * kcb;
+    mte__conv_pack_a(mr, g->Kg, min64(kcb, g->KK - pc), w + gi * g->Kg * g->KK, g->KK, 0, 0,
+                     pc, apack + gi * Mr * g->KK + pc * Mr);
+  }
+}
+
+int64_t mte_conv2d_packed_weight_floats(const mte_conv2d_desc *d) {
+  conv_geom g;
+  int64_t kcb, floats;
+  if (mte__conv_make_geom(d, &g) != MTE_OK) return -1;
+  return packed_layout(&g, mte__sgemm_kernel(), &kcb, &floats) ? floats : 0;
+}
+
+int mte_conv2d_pack_weight(const mte_conv2d_desc *d, const float *w, float *packed,
+                           int64_t floats) {
+  conv_geom g;
+  int64_t kcb, need;
+  int st = mte__conv_make_geom(d, &g);
+  if (st != MTE_OK) return st;
+  const mte_sgemm_kernel *k = mte__sgemm_kernel();
+  if (!packed_layout(&g, k, &kcb, &need)) return MTE_EUNSUPPORTED;
+  if (!w || !packed || floats < need) return MTE_EINVAL;
+  const packed_header h = make_header(&g, k, kcb);
+  memset(packed, 0, MTE_CONV_PACKED_HEADER * sizeof(float));
+  memcpy(packed, &h, sizeof h);
+  pack_weight_panels(&g, k->mr, kcb, w, packed + MTE_CONV_PACKED_HEADER);
+  return MTE_OK;
+}
+
+/* ---------------------------------------------------------------- forward */
+
 int mte_conv2d_forward_ex(const mte_conv2d_desc *d, const float *x, const float *w,
                           const float *bias, int act, const float *residual, float *y,
                           mte_arena *arena) {
+  return mte_conv2d_forward_packed(d, x, w, NULL, 0, bias, act, residual, y, arena);
+}
+
+int mte_conv2d_forward_packed(const mte_conv2d_desc *d, const float *x, const float *w,
+                              const float *packed, int64_t packed_floats, const float *bias,
+                              int act, const float *residual, float *y, mte_arena *arena) {
   conv_geom g;
   int st = mte__conv_make_geom(d, &g);
   if (st != MTE_OK) return st;
@@ -254,7 +326,7 @@ int mte_conv2d_forward_ex(const mte_conv2d_desc *d, const float *x, const float 
     return MTE_EINVAL;
   const int64_t ny = conv_numel(g.N, g.K, g.Ho, g.Wo);
   if (ny == 0) return MTE_OK;
-  if (!y || (g.KK > 0 && (!w || (g.HWi > 0 && !x)))) return MTE_EINVAL;
+  if (!y || (g.KK > 0 && ((!w && !packed) || (g.HWi > 0 && !x)))) return MTE_EINVAL;
   /* y is written block by block: a residual inside it would be read half-overwritten */
   if (mte__overlap(y, (size_t)ny, residual, (size_t)ny)) return MTE_EINVAL;
   const mte_sgemm_kernel *k = mte__sgemm_kernel();
@@ -272,6 +344,14 @@ int mte_conv2d_forward_ex(const mte_conv2d_desc *d, const float *x, const float 
 
   const int mr = k->mr, nr = k->nr;
   const int64_t nk = cdiv(g.KK, k->kc), kcb = cdiv(g.KK, nk), Mr = rup(g.Kg, mr);
+  if (packed) { /* the panels must be the ones this call would pack */
+    int64_t pkcb, need;
+    packed_header h;
+    if (!packed_layout(&g, k, &pkcb, &need) || packed_floats < need) return MTE_EINVAL;
+    const packed_header want = make_header(&g, k, kcb);
+    memcpy(&h, packed, sizeof h);
+    if (memcmp(&h, &want, sizeof h) != 0) return MTE_EINVAL;
+  }
   const int64_t jobs = g.N * g.G;
   const conv_loops lp = mte__conv_loops(k);
   if (nr + 1 > MTE_CONV_MAX_SEG || nr + 1 + nr / MTE_CONV_PIECE > MTE_CONV_MAX_PIECES)
@@ -290,24 +370,27 @@ int mte_conv2d_forward_ex(const mte_conv2d_desc *d, const float *x, const float 
   const size_t per_b = (size_t)(kcb * rup(nb, nr)), per_p = padded ? (size_t)(g.Cg * plane) : 0;
 
   int ok = 1;
-  size_t bytes[3] = {conv_bytes(&ok, g.G, Mr, g.KK), conv_bytes(&ok, nt, kcb, rup(nb, nr)),
+  size_t bytes[3] = {conv_bytes(&ok, packed ? 0 : g.G, Mr, g.KK),
+                     conv_bytes(&ok, nt, kcb, rup(nb, nr)),
                      conv_bytes(&ok, nt, g.Cg, padded ? plane : 0)};
   if (!ok) return MTE_EOVERFLOW;
   float *buf[3];
   conv_scratch s;
   if ((st = mte__conv_scratch_open(&s, arena, 3, bytes, buf)) != MTE_OK) return st;
-  float *apack = buf[0];
+  const float *apack = packed ? packed + MTE_CONV_PACKED_HEADER : buf[0];
 
   PARALLEL {
     float *bb = buf[1] + (size_t)conv_tid() * per_b, *xp = buf[2] + (size_t)conv_tid() * per_p;
     int64_t padded_job = -1; /* the (image, group) this thread's xp holds */
     mte_conv_segs sg;
     mte_conv_pieces pcs;
-    FOR_STATIC /* pack W once: per group, per k slice, MR-tall panels */
-    for (int64_t t = 0; t < g.G * nk; ++t) {
-      const int64_t gi = t / nk, pc = t % nk * kcb;
-      mte__conv_pack_a(mr, g.Kg, min64(kcb, g.KK - pc), w + gi * g.Kg * g.KK, g.KK, 0, 0,
-                       pc, apack + gi * Mr * g.KK + pc * Mr);
+    if (!packed) {
+      FOR_STATIC /* pack W once: per group, per k slice, MR-tall panels */
+      for (int64_t t = 0; t < g.G * nk; ++t) {
+        const int64_t gi = t / nk, pc = t % nk * kcb;
+        mte__conv_pack_a(mr, g.Kg, min64(kcb, g.KK - pc), w + gi * g.Kg * g.KK, g.KK, 0, 0,
+                         pc, buf[0] + gi * Mr * g.KK + pc * Mr);
+      }
     }
     FOR_STATIC /* work item: (image, group, block of nb pixels); static: few re-paddings */
     for (int64_t it = 0; it < items; ++it) {

@@ -20,6 +20,7 @@
 
 #define MTE_CONV_NB_MAX 1024      /* pixels (B columns) per forward work item */
 #define MTE_CONV_DIRECT_MAX_KG 4  /* Cg == 1 and Kg <= this: direct depthwise loops */
+#define MTE_CONV_PACKED_HEADER 16 /* floats before the panels of a prepacked weight */
 
 /* One convolution, validated (sizes fit in memory, every value <= 2^30). */
 typedef struct conv_geom {

@@ -106,6 +106,34 @@ static void check_case(const mte_conv2d_desc *fd, int act, int use_bias, int64_t
           }
         }
   if (!bad) CHECK(1, "ok");
+
+  /* the same forward from prepacked weights: bitwise equal (same panels, same order) */
+  const int64_t npk = mte_conv2d_packed_weight_floats(&d);
+  CHECK(npk >= 0, "%s packed_weight_floats %lld", what, (long long)npk);
+  if (npk > 0) {
+    float *pk = buffer(npk, 0), *y2 = buffer(ny, 0);
+    CHECK(mte_conv2d_pack_weight(&d, w, pk, npk - 1) == MTE_EINVAL, "%s pack: too small", what);
+    CHECK(mte_conv2d_pack_weight(&d, w, pk, npk) == MTE_OK && guard_ok(pk, npk), "%s pack",
+          what);
+    st = mte_conv2d_forward_packed(&d, x, NULL, pk, npk, use_bias ? bias : NULL, act, NULL, y2,
+                                   NULL);
+    CHECK(st == MTE_OK && guard_ok(y2, ny) && memcmp(y, y2, (size_t)ny * sizeof(float)) == 0,
+          "%s forward_packed status %d differs from forward", what, st);
+    if (ny > 0 && H * W > 0) { /* (an empty input needs no weights: y = act(bias)) */
+      int32_t mr;
+      memcpy(&mr, (const char *)pk + 4, 4); /* the header's MR: a layout this ISA can't read */
+      mr ^= 1;
+      memcpy((char *)pk + 4, &mr, 4);
+      CHECK(mte_conv2d_forward_packed(&d, x, NULL, pk, npk, NULL, act, NULL, y2, NULL) ==
+                MTE_EINVAL, "%s forward_packed: foreign layout refused", what);
+      CHECK(mte_conv2d_forward_packed(&d, x, NULL, NULL, 0, NULL, act, NULL, y2, NULL) ==
+                MTE_EINVAL, "%s forward_packed: no weights", what);
+    }
+    free(pk);
+    free(y2);
+  } else if (K > 0 && Cg * kh * kw > 0) {
+    CHECK(mte_conv2d_pack_weight(&d, w, x, 1) == MTE_EUNSUPPORTED, "%s: nothing to pack", what);
+  }
   free(y);
 
   /* backward passes with a grad_y of (Ho + dho) x (Wo + dwo) */
