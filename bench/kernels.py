@@ -20,7 +20,9 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -119,54 +121,75 @@ def conv_rows(repeats):
     return rows
 
 
+def measure(threads, sizes, repeats):
+    """One thread count, measured in this process (numpy's BLAS pool was sized for it by
+    the parent through OPENBLAS_NUM_THREADS before numpy loaded)."""
+    mte.set_num_threads(threads)
+    if torch is not None:
+        torch.set_num_threads(threads)
+    peak = _C.peak_gflops(0.3) * threads if _C is not None else float("nan")
+    sg, cv = sgemm_rows(sizes, repeats), conv_rows(repeats)
+    for r in sg:
+        r["pct_peak"], r["ref_pct_peak"] = 100 * r["gflops"] / peak, 100 * r["ref_gflops"] / peak
+    return {"peak_gflops": peak, "isa": _C.active_isa() if _C else None,
+            "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS"), "sgemm": sg, "conv": cv}
+
+
+def report(threads, run):
+    peak, sg, cv = run["peak_gflops"], run["sgemm"], run["conv"]
+    print(f"\n### {threads} thread(s), backend {backend.active()}, medians; fp32 peak "
+          f"{peak:.0f} GFLOP/s (FMA loop, {run['isa']}); numpy's OpenBLAS on "
+          f"{run['openblas_threads']} thread(s)\n")
+    print("| case | ours ms | numpy ms | numpy / ours | ours GFLOP/s (% peak) | "
+          "numpy GFLOP/s (% peak) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for r in sg:
+        print(f"| {r['case']} | {r['ours_ms']:.3f} | {r['ref_ms']:.3f} | {r['ratio']:.2f} | "
+              f"{r['gflops']:.0f} ({r['pct_peak']:.0f}%) | "
+              f"{r['ref_gflops']:.0f} ({r['ref_pct_peak']:.0f}%) |")
+    print("\n| case | ours ms | torch NCHW ms | NCHW / ours | torch CL ms | CL / ours | "
+          "workspace KiB | allocs after 1st |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in cv:
+        ws = "n/a" if r["workspace_bytes"] is None else f"{r['workspace_bytes'] / 1024:.0f}"
+        al = "n/a" if r["allocations_after_first"] is None else r["allocations_after_first"]
+        if "torch_nchw_ms" in r:
+            print(f"| {r['case']} | {r['ours_ms']:.3f} | {r['torch_nchw_ms']:.3f} | "
+                  f"{r['ratio_nchw']:.2f} | {r['torch_cl_ms']:.3f} | {r['ratio_cl']:.2f} | "
+                  f"{ws} | {al} |")
+        else:
+            print(f"| {r['case']} | {r['ours_ms']:.3f} | n/a | | n/a | | {ws} | {al} |")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--quick", action="store_true", help="n <= 1024, fewer repeats")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--child-json", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     sizes = [256, 512, 1024] if args.quick else [256, 512, 1024, 2048]
     repeats = 5 if args.quick else args.repeats
+    if args.child_json:   # one thread count, in a process started for it
+        run = measure(args.threads[0], sizes, repeats)
+        with open(args.child_json, "w") as f:
+            json.dump(run, f)
+        return
+    # numpy's OpenBLAS sizes its thread pool when numpy loads: each count gets its own
+    # process, started with OPENBLAS_NUM_THREADS (and OMP_NUM_THREADS) set to it
     results = {"backend": backend.active(), "runs": {}}
     for threads in args.threads:
-        mte.set_num_threads(threads)
-        os.environ["OMP_NUM_THREADS"] = str(threads)
-        try:   # numpy's OpenBLAS pool, when threadpoolctl is available
-            from threadpoolctl import threadpool_limits
-            limit = threadpool_limits(threads)
-        except ImportError:
-            limit = None
-        if torch is not None:
-            torch.set_num_threads(threads)
-        peak = _C.peak_gflops(0.3) * threads if _C is not None else float("nan")
-        sg, cv = sgemm_rows(sizes, repeats), conv_rows(repeats)
-        for r in sg:
-            r["pct_peak"], r["ref_pct_peak"] = 100 * r["gflops"] / peak, 100 * r["ref_gflops"] / peak
-        results["runs"][threads] = {"peak_gflops": peak, "sgemm": sg, "conv": cv}
-        print(f"\n### {threads} thread(s), backend {backend.active()}, medians; fp32 peak "
-              f"{peak:.0f} GFLOP/s (FMA loop, {_C.active_isa() if _C else 'n/a'})\n")
-        print("| case | ours ms | numpy ms | numpy / ours | ours GFLOP/s (% peak) | "
-              "numpy GFLOP/s (% peak) |")
-        print("|---|---:|---:|---:|---:|---:|")
-        for r in sg:
-            print(f"| {r['case']} | {r['ours_ms']:.3f} | {r['ref_ms']:.3f} | {r['ratio']:.2f} | "
-                  f"{r['gflops']:.0f} ({r['pct_peak']:.0f}%) | "
-                  f"{r['ref_gflops']:.0f} ({r['ref_pct_peak']:.0f}%) |")
-        print("\n| case | ours ms | torch NCHW ms | NCHW / ours | torch CL ms | CL / ours | "
-              "workspace KiB | allocs after 1st |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|")
-        for r in cv:
-            ws = "n/a" if r["workspace_bytes"] is None else f"{r['workspace_bytes'] / 1024:.0f}"
-            al = "n/a" if r["allocations_after_first"] is None else r["allocations_after_first"]
-            if "torch_nchw_ms" in r:
-                print(f"| {r['case']} | {r['ours_ms']:.3f} | {r['torch_nchw_ms']:.3f} | "
-                      f"{r['ratio_nchw']:.2f} | {r['torch_cl_ms']:.3f} | {r['ratio_cl']:.2f} | "
-                      f"{ws} | {al} |")
-            else:
-                print(f"| {r['case']} | {r['ours_ms']:.3f} | n/a | | n/a | | {ws} | {al} |")
-        if limit is not None:
-            limit.unregister() if hasattr(limit, "unregister") else None
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "run.json")
+            env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads),
+                       OMP_NUM_THREADS=str(threads))
+            cmd = [sys.executable, os.path.abspath(__file__), "--threads", str(threads),
+                   "--repeats", str(args.repeats), "--child-json", out]
+            subprocess.run(cmd + (["--quick"] if args.quick else []), env=env, check=True)
+            with open(out) as f:
+                results["runs"][threads] = json.load(f)
+        report(threads, results["runs"][threads])
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)

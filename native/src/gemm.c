@@ -222,6 +222,11 @@ static void make_plan(const mte_sgemm_kernel *k, const gemm_args *g, gemm_plan *
   if (nt > tiles) nt = (int)max64(1, tiles);
 
   pl->mc = min64(k->mc, round_up(g->M, mr));
+  if (nt > 1) { /* equal row blocks, a multiple of nt of them: M = 256 on 2 threads is
+                 * 128 + 128, not 192 + 64 */
+    const int64_t per_thread = ceil_div(g->M, (int64_t)nt * pl->mc);
+    pl->mc = min64(pl->mc, round_up(ceil_div(g->M, per_thread * nt), mr));
+  }
   pl->m_blocks = ceil_div(g->M, pl->mc);
   if (pl->m_blocks < nt) { /* few rows: smaller row blocks, then split columns too */
     pl->mc = round_up(ceil_div(g->M, nt), mr);
