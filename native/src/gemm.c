@@ -268,9 +268,14 @@ static void run_gemm(const mte_sgemm_kernel *k, const gemm_args *g, const gemm_p
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-        for (int64_t q = 0; q < n_panels; ++q)
-          pack_b_panel((int)nr, min64(nr, nc - q * nr), kc, g->B, g->ldb, g->trans_b,
-                       jc + q * nr, pc, bpack + q * nr * kc);
+        for (int64_t q = 0; q < n_panels; ++q) {
+          const int64_t cols = min64(nr, nc - q * nr);
+          if (g->trans_b && k->pack_b_trans) /* the ISA's register transposes */
+            k->pack_b_trans((int)nr, cols, kc, g->B, g->ldb, jc + q * nr, pc, bpack + q * nr * kc);
+          else
+            pack_b_panel((int)nr, cols, kc, g->B, g->ldb, g->trans_b, jc + q * nr, pc,
+                         bpack + q * nr * kc);
+        }
         /* (implicit barrier: B is packed) */
 
         /* work items: (row block, share of the B panels); each thread packs the A block

@@ -66,6 +66,9 @@ typedef struct mte_sgemm_kernel {
   /* optional: the full tile with bias + ReLU/ReLU6 fused into its store (no second pass
    * over the tile; a separate pass costs ~15% of a 1x1 conv with K = 96) */
   mte_sgemm_ukernel_post_fn ukernel_post;
+  /* optional: packs an op(B) = B^T panel (gemm.c's pack_b_panel contract, trans case) */
+  void (*pack_b_trans)(int nr, int64_t cols, int64_t kc, const float *B, int64_t ldb,
+                       int64_t j, int64_t p0, float *MTE_RESTRICT dst);
   mte_fma_peak_fn fma_peak;    /* measures this ISA's fp32 FMA peak (mte_peak_gflops) */
 } mte_sgemm_kernel;
 
@@ -79,6 +82,9 @@ extern const mte_sgemm_kernel mte_sgemm_kernel_generic;
 #define MTE_HAVE_X86_KERNELS 1
 extern const mte_sgemm_kernel mte_sgemm_kernel_avx2;
 extern const mte_sgemm_kernel mte_sgemm_kernel_avx512;
+MTE_HIDDEN void mte__pack_b_trans_avx2(int nr, int64_t cols, int64_t kc, const float *B,
+                                       int64_t ldb, int64_t j, int64_t p0,
+                                       float *MTE_RESTRICT dst);
 #endif
 #if defined(__aarch64__) && !defined(MTE_NO_NEON_KERNELS)
 #define MTE_HAVE_NEON_KERNELS 1

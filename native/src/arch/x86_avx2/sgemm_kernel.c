@@ -130,6 +130,7 @@ const mte_sgemm_kernel mte_sgemm_kernel_avx2 = {
     .ukernel = sgemm_ukernel_avx2,
     .ukernel_half = sgemm_ukernel_avx2_half,
     .ukernel_post = sgemm_ukernel_avx2_post,
+    .pack_b_trans = mte__pack_b_trans_avx2,
     .fma_peak = fma_peak_avx2,
 };
 #endif

@@ -152,6 +152,7 @@ const mte_sgemm_kernel mte_sgemm_kernel_avx512 = {
     .ukernel = sgemm_ukernel_avx512,
     .ukernel_half = NV == 2 ? sgemm_ukernel_avx512_half : NULL,
     .ukernel_post = sgemm_ukernel_avx512_post,
+    .pack_b_trans = mte__pack_b_trans_avx2,
     .fma_peak = fma_peak_avx512,
 };
 #endif
