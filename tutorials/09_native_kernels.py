@@ -108,7 +108,9 @@ for tile in (2, 4):
 # Winograd starts by turning every 3x3 filter into an a x a tile U = G w G^T. Weights do not
 # change between inference calls, so the native backend keeps U (`backend/prepared.py`) and
 # drops it when anything writes the weight (an optimizer step, `load_state_dict`, `nn.init`,
-# an in-place op). Below: the same layer, transforming per call vs reusing U.
+# an in-place op). Below: the same layer, transforming per call vs reusing U. The im2col / 1x1
+# path gets the same treatment: its weights are packed into GEMM panels once
+# (`_C.conv2d_pack_weight`, then `_C.conv2d(..., packed_w=...)`).
 
 # %%
 if _C is not None and hasattr(_C, "winograd_transform_weight"):
@@ -130,3 +132,10 @@ if _C is not None and hasattr(_C, "winograd_transform_weight"):
     assert np.abs(y.numpy() - ref).max() / np.abs(ref).max() < 1e-4
     print(f"Winograd F({tile},3), U per call: {t_per_call:.3f} ms; U prepared once, through "
           f"nn.Conv2d: {t_prepared:.3f} ms ({hits} cache hits so far)")
+
+    w1 = np.random.default_rng(1).standard_normal((256, 64, 1, 1)).astype(np.float32)
+    panels = _C.conv2d_pack_weight(w1)
+    x1 = xt.numpy()
+    assert np.array_equal(_C.conv2d(x1, w1, packed_w=panels), _C.conv2d(x1, w1))
+    print(f"1x1 conv 64->256 at 28x28: packing W per call {best_ms(lambda: _C.conv2d(x1, w1)):.3f} "
+          f"ms, packed once {best_ms(lambda: _C.conv2d(x1, w1, packed_w=panels)):.3f} ms")
