@@ -43,6 +43,20 @@ static int threads_for(int64_t n) {
   return nt < chunks ? nt : (int)chunks;
 }
 
+/* fn(args, lo, hi) over [0, n) in CHUNK-sized pieces, spread over threads when n is large */
+static void for_chunks(int64_t n, void (*fn)(const void *, int64_t, int64_t), const void *args) {
+  const int nt = threads_for(n);
+  const int64_t chunks = (n + CHUNK - 1) / CHUNK;
+  (void)nt;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+#endif
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t lo = c * CHUNK, hi = lo + CHUNK < n ? lo + CHUNK : n;
+    fn(args, lo, hi);
+  }
+}
+
 /* ---------------------------------------------------------------- SGD */
 
 /* The loop is specialised on the flags that change its shape (weight decay, momentum mode,
@@ -78,6 +92,9 @@ static inline __attribute__((always_inline)) void sgd_loop(const sgd_args *a, in
   }
 }
 
+static void sgd_range(const sgd_args *a, int64_t lo, int64_t hi);
+static void sgd_chunk(const void *a, int64_t lo, int64_t hi) { sgd_range(a, lo, hi); }
+
 static void sgd_range(const sgd_args *a, int64_t lo, int64_t hi) {
 #define SGD_MODES(WD)                                        \
   switch (a->mode * 2 + a->nesterov) {                       \
@@ -105,16 +122,7 @@ int mte_sgd_step(int64_t n, float *param, const float *grad, float *buf, double 
                 (float)momentum, (float)(1.0 - dampening), weight_decay != 0.0,
                 momentum == 0.0 ? MOM_NONE : first_step ? MOM_FIRST : MOM_LATER,
                 momentum != 0.0 && nesterov};
-  const int nt = threads_for(n);
-  const int64_t chunks = (n + CHUNK - 1) / CHUNK;
-  (void)nt;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-#endif
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t lo = c * CHUNK, hi = lo + CHUNK < n ? lo + CHUNK : n;
-    sgd_range(&a, lo, hi);
-  }
+  for_chunks(n, sgd_chunk, &a);
   return MTE_OK;
 }
 
@@ -182,6 +190,9 @@ static void adam_block(const adam_args *a, int64_t lo, int64_t n) {
   }
 }
 
+static void adam_range(const adam_args *a, int64_t lo, int64_t hi);
+static void adam_chunk(const void *a, int64_t lo, int64_t hi) { adam_range(a, lo, hi); }
+
 static void adam_range(const adam_args *a, int64_t lo, int64_t hi) {
   for (int64_t i = lo; i < hi; i += BLOCK) adam_block(a, i, hi - i < BLOCK ? hi - i : BLOCK);
 }
@@ -213,15 +224,6 @@ int mte_adam_step(int64_t n, float *param, const float *grad, float *exp_avg,
   a.eps = (float)eps;
   a.l2 = has_wd && !decoupled_weight_decay;
   a.lerp_small = w < 0.5;
-  const int nt = threads_for(n);
-  const int64_t chunks = (n + CHUNK - 1) / CHUNK;
-  (void)nt;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-#endif
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t lo = c * CHUNK, hi = lo + CHUNK < n ? lo + CHUNK : n;
-    adam_range(&a, lo, hi);
-  }
+  for_chunks(n, adam_chunk, &a);
   return MTE_OK;
 }
