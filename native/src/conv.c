@@ -364,8 +364,14 @@ int mte_conv2d_forward_packed(const mte_conv2d_desc *d, const float *x, const fl
   int pieces = !direct && g.sw == 1, padded = pieces && (g.pt || g.pb || g.pl || g.pr);
   if (padded && !conv_pad_ok(&g, Hp, Wp, &plane)) pieces = padded = 0;
   int nt = mte__conv_threads((double)ny * g.KK, INT64_MAX);
-  const int64_t nb = conv_split(g.HW, nr, MTE_CONV_NB_MAX, cdiv(nt, jobs)); /* pixels/item */
-  const int64_t nblk = cdiv(g.HW, nb), items = jobs * nblk;
+  /* threads share the output channels instead of the pixels when there are fewer images
+   * than threads and B is cheap to pack twice (1x1): 196 pixels are 7 panels, which two
+   * threads can only split 4:3, while 576 channels split evenly */
+  const int64_t msplit = direct && jobs < nt && g.Kg >= 16 * (int64_t)mr * nt
+                             ? cdiv(nt, jobs) : 1;
+  const int64_t mlen = rup(cdiv(g.Kg, msplit), mr); /* output channels per item */
+  const int64_t nb = conv_split(g.HW, nr, MTE_CONV_NB_MAX, cdiv(nt, jobs * msplit));
+  const int64_t nblk = cdiv(g.HW, nb), items = jobs * nblk * msplit; /* pixels/item: nb */
   if (nt > items) nt = (int)items;
   const size_t per_b = (size_t)(kcb * rup(nb, nr)), per_p = padded ? (size_t)(g.Cg * plane) : 0;
 
@@ -392,8 +398,10 @@ int mte_conv2d_forward_packed(const mte_conv2d_desc *d, const float *x, const fl
                          pc, buf[0] + gi * Mr * g.KK + pc * Mr);
       }
     }
-    FOR_STATIC /* work item: (image, group, block of nb pixels); static: few re-paddings */
-    for (int64_t it = 0; it < items; ++it) {
+    FOR_STATIC /* work item: (image, group, block of nb pixels, share of the channels) */
+    for (int64_t item = 0; item < items; ++item) {
+      const int64_t it = item / msplit, m0 = item % msplit * mlen;
+      const int64_t m1 = min64(g.Kg, m0 + mlen);
       const int64_t job = it / nblk, n = job / g.G, gi = job % g.G;
       const int64_t j0 = it % nblk * nb, ncols = min64(nb, g.HW - j0);
       const float *xg = x + (n * g.C + gi * g.Cg) * g.HWi;
@@ -412,11 +420,11 @@ int mte_conv2d_forward_packed(const mte_conv2d_desc *d, const float *x, const fl
           pack_b_pieces(&g, xg, g.W, g.HWi, lp.pieces, nr, pc, kc, j0, ncols, &pcs, bb);
         else
           pack_b_im2col(&g, xg, lp.panel, nr, pc, kc, j0, ncols, &sg, bb);
-        for (int64_t ic = 0; ic < g.Kg; ic += k->mc) {
+        for (int64_t ic = m0; ic < m1; ic += k->mc) {
           conv_ep e = ep;
           e.t.row_bias = bias ? bias + gi * g.Kg + ic : NULL;
           e.t.res = residual ? residual + y0 + ic * g.HW : NULL;
-          mte__conv_macro_kernel(k, min64(k->mc, g.Kg - ic), ncols, kc,
+          mte__conv_macro_kernel(k, min64(k->mc, m1 - ic), ncols, kc,
                                  ag + pc * Mr + ic * kc, bb, yg + ic * g.HW, g.HW,
                                  pc == 0 ? 0.0f : 1.0f, pc + kc >= g.KK, &e);
         }
