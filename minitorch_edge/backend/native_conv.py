@@ -45,13 +45,19 @@ KERNELS = frozenset({"conv2d", "conv2d_backward_input", "conv2d_backward_weight"
     if _HAVE else frozenset()
 
 
+_F32 = np.dtype(np.float32)
+
+
 def _native(*arrays):
     """True when every array (None allowed) is a plain float32 ndarray."""
-    return all(a is None or (type(a) is np.ndarray and a.dtype == np.float32) for a in arrays)
+    for a in arrays:
+        if a is not None and (type(a) is not np.ndarray or a.dtype != _F32):
+            return False
+    return True
 
 
 def _c(a):
-    return None if a is None else np.ascontiguousarray(a)
+    return a if a is None or a.flags.c_contiguous else np.ascontiguousarray(a)
 
 
 def _geom(stride, padding, dilation):
