@@ -388,6 +388,25 @@ def test_prepared_weights_follow_every_writer():
 
 
 @native
+def test_frozen_weights_take_the_inference_path_without_no_grad():
+    """Grad mode on, but nothing needs a gradient (frozen weights, plain input): nothing is
+    recorded, so the conv may use Winograd and its prepared weights, as under no_grad."""
+    from minitorch_edge.backend import prepared
+    rng = np.random.default_rng(6)
+    mte, conv, x = _conv_model(rng)
+    conv.requires_grad_(False)
+    conv(x)
+    hits = prepared.stats()["hits"]
+    y = conv(x)
+    assert prepared.stats()["hits"] == hits + 1 and not y.requires_grad
+    tile = _C.winograd_tile(1, 32, 32, 16, 16, 1, 1, cached=True)
+    assert_winograd_close(y._data, x._data, conv.weight._data, conv.bias._data, 1, 1, tile)
+    conv.weight.requires_grad_(True)                # training again: im2col, nothing cached
+    y = conv(x)
+    assert prepared.stats()["hits"] == hits + 1 and y.requires_grad
+
+
+@native
 def test_prepared_weights_can_be_disabled_and_die_with_their_array():
     from minitorch_edge.backend import prepared
     rng = np.random.default_rng(5)

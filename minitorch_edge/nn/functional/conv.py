@@ -25,6 +25,7 @@ import operator
 
 from ... import backend
 from ...autograd.function import Function
+from ...autograd.grad_mode import _State
 from ...ops._util import shape_str
 
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
@@ -48,10 +49,18 @@ class Conv2dFn(Function):
 
     @staticmethod
     def forward(ctx, x, w, b, geom):
+        args = (x._data, w._data, None if b is None else b._data) + tuple(geom)
         if ctx.needs_input_grad:
             ctx.geom = geom
             ctx.save_for_backward(x, w)
-        return backend.conv2d(x._data, w._data, None if b is None else b._data, *geom)
+            return backend.conv2d(*args)
+        # nothing is recorded (no_grad, or frozen weights and an input without grad): the
+        # backend may take its inference paths (Winograd, prepared weights)
+        prev, _State.enabled = _State.enabled, False
+        try:
+            return backend.conv2d(*args)
+        finally:
+            _State.enabled = prev
 
     @staticmethod
     def backward(ctx, grad):
