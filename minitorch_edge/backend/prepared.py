@@ -27,6 +27,7 @@ import numpy as np
 __all__ = ["get", "wrote", "clear", "set_enabled", "enabled", "stats"]
 
 _entries = {}      # id(root) -> (weakref to root, {(key, view stamp): prepared array})
+_MISSING = object()
 _state = {"enabled": os.environ.get("MTE_PREPARED_WEIGHTS", "1") != "0", "hits": 0, "misses": 0}
 
 
@@ -47,7 +48,8 @@ def _stamp(array):
 def get(array, key, make):
     """make(array), computed once per (root memory, view, key) and reused until a write.
 
-    The result is made read-only: it is shared by every later call."""
+    An array result is made read-only: it is shared by every later call. (None, "nothing to
+    prepare", is kept too.)"""
     if not _state["enabled"]:
         return make(array)
     root = _root(array)
@@ -61,13 +63,14 @@ def get(array, key, make):
                 del _entries[ident]
         entry = _entries[ident] = (weakref.ref(root, drop), {})
     full_key = (key, _stamp(array))
-    value = entry[1].get(full_key)
-    if value is not None:
+    value = entry[1].get(full_key, _MISSING)
+    if value is not _MISSING:
         _state["hits"] += 1
         return value
     _state["misses"] += 1
     value = make(array)
-    value.setflags(write=False)
+    if isinstance(value, np.ndarray):
+        value.setflags(write=False)
     entry[1][full_key] = value
     return value
 
