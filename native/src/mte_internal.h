@@ -63,6 +63,8 @@ typedef struct mte_sgemm_kernel {
    * nr), used for a last column panel with <= nr/2 valid columns: half the FMAs of a full
    * tile, which for a 196-column output (1x1 conv on 14x14) is 1/14 of the whole GEMM */
   mte_sgemm_ukernel_fn ukernel_half;
+  /* optional: the same for a last panel with at most nr/8 valid columns (writes those) */
+  mte_sgemm_ukernel_fn ukernel_quarter;
   /* optional: the full tile with bias + ReLU/ReLU6 fused into its store (no second pass
    * over the tile; a separate pass costs ~15% of a 1x1 conv with K = 96) */
   mte_sgemm_ukernel_post_fn ukernel_post;
@@ -92,11 +94,14 @@ extern const mte_sgemm_kernel mte_sgemm_kernel_neon;
 #endif
 
 /* A ragged edge tile (valid columns `cols` < nr) computed into the stack tile `tile`
- * (row stride nr, beta 0): with the half-width microkernel when the columns fit in it. */
+ * (row stride nr, beta 0): with the quarter- or half-width microkernel when the columns
+ * fit in it. */
 static inline void mte__ukernel_edge(const struct mte_sgemm_kernel *k, int64_t kc,
                                      const float *a, const float *b, float *tile, int64_t cols,
                                      float alpha) {
-  if (cols <= k->nr / 2 && k->ukernel_half)
+  if (cols <= k->nr / 8 && k->ukernel_quarter)
+    k->ukernel_quarter(kc, a, b, tile, k->nr, alpha, 0.0f);
+  else if (cols <= k->nr / 2 && k->ukernel_half)
     k->ukernel_half(kc, a, b, tile, k->nr, alpha, 0.0f);
   else
     k->ukernel(kc, a, b, tile, k->nr, alpha, 0.0f);

@@ -125,6 +125,38 @@ static void sgemm_ukernel_avx512_half(int64_t kc, const float *MTE_RESTRICT a,
   }
 }
 
+#if MR == 8
+/* The MR x 4 corner of a panel whose valid columns are its first 4 (a 14x14 image has
+ * 196 = 6 x 32 + 4 columns). Vectorised down the 8 rows (one ymm per column) instead of
+ * across columns, two k steps at a time so that 8 independent FMA chains hide the latency:
+ * half the FMAs of the 16-wide kernel. Writes columns 0..3 of c only. */
+static void sgemm_ukernel_avx512_quarter(int64_t kc, const float *MTE_RESTRICT a,
+                                         const float *MTE_RESTRICT b, float *MTE_RESTRICT c,
+                                         int64_t ldc, float alpha, float beta) {
+  __m256 acc0[4], acc1[4];
+  for (int j = 0; j < 4; ++j) acc0[j] = acc1[j] = _mm256_setzero_ps();
+  int64_t p = 0;
+  for (; p + 2 <= kc; p += 2) {
+    const __m256 a0 = _mm256_loadu_ps(a + p * MR), a1 = _mm256_loadu_ps(a + (p + 1) * MR);
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      acc0[j] = _mm256_fmadd_ps(a0, _mm256_broadcast_ss(b + p * NR + j), acc0[j]);
+      acc1[j] = _mm256_fmadd_ps(a1, _mm256_broadcast_ss(b + (p + 1) * NR + j), acc1[j]);
+    }
+  }
+  if (p < kc) {
+    const __m256 a0 = _mm256_loadu_ps(a + p * MR);
+    for (int j = 0; j < 4; ++j)
+      acc0[j] = _mm256_fmadd_ps(a0, _mm256_broadcast_ss(b + p * NR + j), acc0[j]);
+  }
+  float col[4][8];
+  for (int j = 0; j < 4; ++j) _mm256_storeu_ps(col[j], _mm256_add_ps(acc0[j], acc1[j]));
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < 4; ++j)
+      c[i * ldc + j] = alpha * col[j][i] + (beta != 0.0f ? beta * c[i * ldc + j] : 0.0f);
+}
+#endif
+
 /* 12 independent chains of FMAs: enough to cover the FMA latency on two pipes. */
 static double fma_peak_avx512(int64_t rounds) {
   __m512 acc[12];
@@ -151,6 +183,9 @@ const mte_sgemm_kernel mte_sgemm_kernel_avx512 = {
     .nc = (MTE_AVX512_NC / NR) * NR,
     .ukernel = sgemm_ukernel_avx512,
     .ukernel_half = NV == 2 ? sgemm_ukernel_avx512_half : NULL,
+#if MR == 8
+    .ukernel_quarter = NV == 2 ? sgemm_ukernel_avx512_quarter : NULL,
+#endif
     .ukernel_post = sgemm_ukernel_avx512_post,
     .pack_b_trans = mte__pack_b_trans_avx2,
     .fma_peak = fma_peak_avx512,
