@@ -45,9 +45,15 @@ except ImportError:
     torch = None
 
 
-def median_ms(fn, repeats, warmup=3):
+def median_ms(fn, repeats, warmup=3, min_seconds=0.2):
+    """Median of at least `repeats` timed calls, more for short ones (about min_seconds in
+    all), so that a burst of noise on a shared machine cannot be the median of a 30 us op."""
     for _ in range(warmup):
         fn()
+    t0 = time.perf_counter()
+    fn()
+    once = max(time.perf_counter() - t0, 1e-6)
+    repeats = max(repeats, min(2000, int(min_seconds / once)))
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
