@@ -205,6 +205,8 @@ typedef enum mte_activation {
   MTE_ACT_GELU_TANH = 4 /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))):
                            PyTorch's gelu(approximate='tanh') */
 } mte_activation;
+/* At x = -inf both GELUs give -0 and at +inf they give +inf (the limits); NaN stays NaN.
+ * PyTorch gives NaN for gelu(+-inf) and gelu_tanh(-inf) (inf * 0 inside its formula). */
 
 /* A zero-initialised struct is "no epilogue". The residual fields come last, after the
  * original three, so an initialiser that sets only those (e.g. {MTE_BIAS_PER_COL, bias,
