@@ -233,7 +233,15 @@ int mte_conv2d_backward_weight(const mte_conv2d_desc *d, const float *gy, const 
   const int64_t mb = conv_split(g.Kg, mr, k->mc, 1), mblk = cdiv(g.Kg, mb);
   int nt = mte__conv_threads((double)P * g.K * g.KK, INT64_MAX);
   const int64_t nbw = conv_split(g.KK, nr, MTE_CONV_NB_MAX, cdiv(nt, g.G * mblk));
-  const int64_t nblk = cdiv(g.KK, nbw), items = g.G * mblk * nblk;
+  const int64_t nblk = cdiv(g.KK, nbw), tiles = g.G * mblk * nblk;
+  /* fewer dW tiles than threads (a first layer: 32 x 9 weights from 64 images): the images
+   * are shared out too, each share summed into its own copy of dW, added up at the end */
+  int64_t shares = 1, per_share = g.N;
+  if (tiles < nt && g.N > 1 && nw <= ((int64_t)1 << 20)) {
+    per_share = cdiv(g.N, min64(g.N, cdiv(nt, tiles)));
+    shares = cdiv(g.N, per_share);
+  }
+  const int64_t items = tiles * shares;
   if (nt > items) nt = (int)items;
 
   /* stride 1 along rows: gather by pieces, from a zero-padded copy of each image (the k
@@ -246,14 +254,16 @@ int mte_conv2d_backward_weight(const mte_conv2d_desc *d, const float *gy, const 
   const conv_loops lp = mte__conv_loops(k);
   if (nr + 1 + nr / MTE_CONV_PIECE > MTE_CONV_MAX_PIECES) return MTE_EUNSUPPORTED;
   int ok = 1;
-  size_t bytes[4] = {conv_bytes(&ok, nt, mb, kcb), conv_bytes(&ok, nt, kcb, rup(nbw, nr)),
-                     conv_bytes(&ok, nt, kcb, nr), conv_bytes(&ok, nt, g.Cg, padded ? plane : 0)};
+  size_t bytes[5] = {conv_bytes(&ok, nt, mb, kcb), conv_bytes(&ok, nt, kcb, rup(nbw, nr)),
+                     conv_bytes(&ok, nt, kcb, nr), conv_bytes(&ok, nt, g.Cg, padded ? plane : 0),
+                     conv_bytes(&ok, shares > 1 ? shares : 0, nw, 1)};
   if (!ok) return MTE_EOVERFLOW;
   const size_t per_a = (size_t)(mb * kcb), per_b = (size_t)(kcb * rup(nbw, nr)),
                per_t = (size_t)(kcb * nr), per_p = padded ? (size_t)(g.Cg * plane) : 0;
-  float *buf[4];
+  float *buf[5];
   conv_scratch s;
-  if ((st = mte__conv_scratch_open(&s, arena, 4, bytes, buf)) != MTE_OK) return st;
+  if ((st = mte__conv_scratch_open(&s, arena, 5, bytes, buf)) != MTE_OK) return st;
+  float *const dw = shares > 1 ? buf[4] : gw; /* share q's dW: dw + q * nw */
 
   PARALLEL {
     const size_t t = (size_t)conv_tid();
@@ -263,14 +273,16 @@ int mte_conv2d_backward_weight(const mte_conv2d_desc *d, const float *gy, const 
     pcs.kh = g.kh, pcs.kw = g.kw, pcs.dh = g.dh, pcs.dw = g.dw;
     pcs.plane = plane, pcs.pitch = padded ? Wp : g.W;
     const xsrc xs = {padded ? xp : x, pcs.pitch, pcs.plane, padded, pieces};
-    FOR_DYNAMIC /* work item: one (group, rows block, columns block) tile of dW */
-    for (int64_t it = 0; it < items; ++it) {
+    FOR_DYNAMIC /* work item: one (group, rows block, columns block) tile of dW, one share */
+    for (int64_t item = 0; item < items; ++item) {
+      const int64_t q = item / tiles, it = item % tiles;
       const int64_t gi = it / (mblk * nblk), m0 = it / nblk % mblk * mb;
       const int64_t j0 = it % nblk * nbw, rows = min64(mb, g.Kg - m0);
       const int64_t ncols = min64(nbw, g.KK - j0);
-      float *c = gw + (gi * g.Kg + m0) * g.KK + j0;
-      for (int64_t pc = 0; pc < P;) {
-        int64_t kc = min64(kcb, P - pc);
+      float *c = dw + q * nw + (gi * g.Kg + m0) * g.KK + j0;
+      const int64_t p0 = q * per_share * g.HW, p1 = min64(P, (q + 1) * per_share * g.HW);
+      for (int64_t pc = p0; pc < p1;) {
+        int64_t kc = min64(kcb, p1 - pc);
         if (padded) { /* one image per slice, padded once per image */
           const int64_t n = pc / g.HW;
           kc = min64(kc, (n + 1) * g.HW - pc);
@@ -279,9 +291,17 @@ int mte_conv2d_backward_weight(const mte_conv2d_desc *d, const float *gy, const 
         }
         pack_a_gy(&g, gy, gi, mr, m0, rows, pc, kc, ab);
         pack_b_cols_t(&g, &xs, gi, nr, pc, kc, j0, ncols, lp.pieces, &pcs, tb, bb);
-        mte__conv_macro_kernel(k, rows, ncols, kc, ab, bb, c, g.KK, pc == 0 ? 0.0f : 1.0f, 0,
+        mte__conv_macro_kernel(k, rows, ncols, kc, ab, bb, c, g.KK, pc == p0 ? 0.0f : 1.0f, 0,
                                NULL);
         pc += kc;
+      }
+    }
+    if (shares > 1) {
+      FOR_STATIC /* dW = the shares' sum, in a fixed order */
+      for (int64_t i = 0; i < nw; ++i) {
+        float sum = dw[i];
+        for (int64_t q = 1; q < shares; ++q) sum += dw[q * nw + i];
+        gw[i] = sum;
       }
     }
   }

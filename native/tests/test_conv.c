@@ -232,6 +232,8 @@ static void threaded_cases(void) {
       desc(1, 40, 9, 9, 301, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1),   /* ... with a ragged share */
       desc(4, 64, 32, 32, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 64), /* depthwise */
       desc(1, 3, 48, 40, 16, 5, 5, 1, 1, 2, 2, 2, 2, 2, 2, 1),   /* dilated, many pixels */
+      desc(16, 1, 32, 32, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1),  /* first layer: dW over images */
+      desc(9, 2, 34, 34, 24, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 1),   /* ... unpadded, odd batch */
   };
   for (size_t i = 0; i < sizeof f / sizeof *f; ++i)
     check_case(&f[i], (int)(i % 3), (int)(i % 2), (int)(i % 3) - 1, 0);
