@@ -91,6 +91,9 @@ MTE_HIDDEN void mte__pack_b_trans_avx2(int nr, int64_t cols, int64_t kc, const f
 #if defined(__aarch64__) && !defined(MTE_NO_NEON_KERNELS)
 #define MTE_HAVE_NEON_KERNELS 1
 extern const mte_sgemm_kernel mte_sgemm_kernel_neon;
+MTE_HIDDEN void mte__pack_b_trans_neon(int nr, int64_t cols, int64_t kc, const float *B,
+                                       int64_t ldb, int64_t j, int64_t p0,
+                                       float *MTE_RESTRICT dst);
 #endif
 
 /* A ragged edge tile (valid columns `cols` < nr) computed into the stack tile `tile`

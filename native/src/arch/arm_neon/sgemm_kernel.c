@@ -25,23 +25,31 @@
   float32x4_t c##i##0 = vdupq_n_f32(0.0f), c##i##1 = vdupq_n_f32(0.0f), \
               c##i##2 = vdupq_n_f32(0.0f)
 
-#define STORE(i)                                                                   \
-  do {                                                                             \
-    float *cp = c + (i) * ldc;                                                     \
-    if (beta == 0.0f) {                                                            \
-      vst1q_f32(cp + 0, vmulq_n_f32(c##i##0, alpha));                              \
-      vst1q_f32(cp + 4, vmulq_n_f32(c##i##1, alpha));                              \
-      vst1q_f32(cp + 8, vmulq_n_f32(c##i##2, alpha));                              \
-    } else {                                                                       \
-      vst1q_f32(cp + 0, vfmaq_n_f32(vmulq_n_f32(vld1q_f32(cp + 0), beta), c##i##0, alpha)); \
-      vst1q_f32(cp + 4, vfmaq_n_f32(vmulq_n_f32(vld1q_f32(cp + 4), beta), c##i##1, alpha)); \
-      vst1q_f32(cp + 8, vfmaq_n_f32(vmulq_n_f32(vld1q_f32(cp + 8), beta), c##i##2, alpha)); \
-    }                                                                              \
-  } while (0)
+/* One finished row of the tile: r = alpha * acc (+ beta * old) + row bias + column bias,
+ * clamped by the activation, then stored. Constant-folded to the bare store in the plain
+ * kernel. */
+static inline __attribute__((always_inline)) void
+store_row(float *cp, float32x4_t v0, float32x4_t v1, float32x4_t v2, float alpha, float beta,
+          const float *row_bias, int i, const float32x4_t cb[3], int act) {
+  float32x4_t r[3] = {vmulq_n_f32(v0, alpha), vmulq_n_f32(v1, alpha), vmulq_n_f32(v2, alpha)};
+  for (int v = 0; v < 3; ++v) {
+    if (beta != 0.0f) r[v] = vfmaq_n_f32(r[v], vld1q_f32(cp + 4 * v), beta);
+    if (row_bias) r[v] = vaddq_f32(r[v], vdupq_n_f32(row_bias[i]));
+    if (cb) r[v] = vaddq_f32(r[v], cb[v]);
+    if (act != MTE_ACT_NONE) r[v] = vmaxq_f32(r[v], vdupq_n_f32(0.0f));
+    if (act == MTE_ACT_RELU6) r[v] = vminq_f32(r[v], vdupq_n_f32(6.0f));
+    vst1q_f32(cp + 4 * v, r[v]);
+  }
+}
 
-static void sgemm_ukernel_neon(int64_t kc, const float *MTE_RESTRICT a,
-                               const float *MTE_RESTRICT b, float *MTE_RESTRICT c,
-                               int64_t ldc, float alpha, float beta) {
+#define STORE(i) \
+  store_row(c + (i) * ldc, c##i##0, c##i##1, c##i##2, alpha, beta, row_bias, i, cbp, act)
+
+/* The tile body; the `post` variant adds row/column bias and ReLU/ReLU6 before the store. */
+static inline __attribute__((always_inline)) void
+ukernel_body(int64_t kc, const float *MTE_RESTRICT a, const float *MTE_RESTRICT b,
+             float *MTE_RESTRICT c, int64_t ldc, float alpha, float beta, const float *row_bias,
+             const float *col_bias, int act) {
   DECL(0); DECL(1); DECL(2); DECL(3); DECL(4); DECL(5); DECL(6); DECL(7);
   for (int64_t p = 0; p < kc; ++p) {
     const float32x4_t a0 = vld1q_f32(a + p * MR), a1 = vld1q_f32(a + p * MR + 4);
@@ -50,7 +58,26 @@ static void sgemm_ukernel_neon(int64_t kc, const float *MTE_RESTRICT a,
     ROW(0, a0, 0); ROW(1, a0, 1); ROW(2, a0, 2); ROW(3, a0, 3);
     ROW(4, a1, 0); ROW(5, a1, 1); ROW(6, a1, 2); ROW(7, a1, 3);
   }
+  float32x4_t cb[3];
+  const float32x4_t *cbp = NULL;
+  if (col_bias) {
+    for (int v = 0; v < 3; ++v) cb[v] = vld1q_f32(col_bias + 4 * v);
+    cbp = cb;
+  }
   STORE(0); STORE(1); STORE(2); STORE(3); STORE(4); STORE(5); STORE(6); STORE(7);
+}
+
+static void sgemm_ukernel_neon(int64_t kc, const float *MTE_RESTRICT a,
+                               const float *MTE_RESTRICT b, float *MTE_RESTRICT c,
+                               int64_t ldc, float alpha, float beta) {
+  ukernel_body(kc, a, b, c, ldc, alpha, beta, NULL, NULL, MTE_ACT_NONE);
+}
+
+static void sgemm_ukernel_neon_post(int64_t kc, const float *MTE_RESTRICT a,
+                                    const float *MTE_RESTRICT b, float *MTE_RESTRICT c,
+                                    int64_t ldc, float alpha, float beta,
+                                    const float *row_bias, const float *col_bias, int act) {
+  ukernel_body(kc, a, b, c, ldc, alpha, beta, row_bias, col_bias, act);
 }
 
 /* 12 independent chains of FMAs: enough to cover the FMA latency on two pipes. */
@@ -78,6 +105,8 @@ const mte_sgemm_kernel mte_sgemm_kernel_neon = {
     .kc = 256,  /* B micro-panel 256 x 12 floats = 12 KiB of the 32 KiB L1 */
     .nc = 3072,
     .ukernel = sgemm_ukernel_neon,
+    .ukernel_post = sgemm_ukernel_neon_post,
+    .pack_b_trans = mte__pack_b_trans_neon,
     .fma_peak = fma_peak_neon,
 };
 #endif
