@@ -47,52 +47,25 @@ entry's dtype (a closed list), shape and offsets (checked arithmetic; sorted, co
 no overlap, ending exactly at the end of the file) and the skeleton are validated before any
 tensor memory is allocated. Every rejection raises one ``ModelFormatError`` (a ValueError) that
 names the file, the tensor and the rule.
+
+The code: this file writes, reads and checks the file; ``_format.py`` holds the vocabulary both
+sides share (dtype codes, limits, the error, strict JSON); ``_structure.py`` turns objects into
+the skeleton and back.
 """
 import contextlib
 import io
 import json
-import math
 import os
 import tempfile
-from collections import OrderedDict
 
 import numpy as np
 
 from ..tensor import Tensor
+from ._format import (_CODES, _FOREIGN, _MAX_NDIM, _MAX_NUMEL, _STRUCTURE_KEY, _VERSION,
+                      _VERSION_KEY, MAX_HEADER_BYTES, ModelFormatError, _q, _short, _strict_json)
+from ._structure import check_structure, decode, flatten, make_leaf
 
 __all__ = ["save", "load", "ModelFormatError"]
-
-MAX_HEADER_BYTES = 100_000_000                 # safetensors' cap
-_MAX_NUMEL = 2 ** 63 - 1                       # a shape's element count must fit in int64
-_MAX_NDIM = 64 if np.lib.NumpyVersion(np.__version__) >= "2.0.0" else 32
-_STRUCTURE_KEY = "minitorch_edge.structure"
-_VERSION_KEY = "minitorch_edge.format_version"
-_VERSION = "1"
-
-# safetensors' dtype codes. Tensors hold the first nine; numpy arrays in a checkpoint may also be
-# U16/U32/U64 (numpy's legacy RNG state is a uint32 array).
-_CODES = {"BOOL": "|b1", "U8": "|u1", "I8": "|i1", "I16": "<i2", "I32": "<i4", "I64": "<i8",
-          "F16": "<f2", "F32": "<f4", "F64": "<f8", "U16": "<u2", "U32": "<u4", "U64": "<u8"}
-_TENSOR_CODES = ("BOOL", "U8", "I8", "I16", "I32", "I64", "F16", "F32", "F64")
-_BY_KIND = {(np.dtype(v).kind, np.dtype(v).itemsize): k for k, v in _CODES.items()}
-_FOREIGN = {"BF16": "bfloat16", "F8_E4M3": "float8", "F8_E5M2": "float8", "F8_E8M0": "float8",
-            "F4": "float4", "F6_E2M3": "float6", "F6_E3M2": "float6", "C64": "complex64",
-            "C128": "complex128"}
-
-
-class ModelFormatError(ValueError):
-    """A file that is not a valid minitorch_edge / safetensors file (or holds what we cannot)."""
-
-
-def _q(name):
-    return json.dumps(name, ensure_ascii=False)
-
-
-def _short(values, limit=8):
-    """``[2, 3]`` for short lists, ``[2, 3, ... (100 items)]`` for long ones."""
-    if len(values) <= limit:
-        return "[" + ", ".join(str(v) for v in values) + "]"
-    return "[" + ", ".join(str(v) for v in values[:limit]) + f", ... ({len(values)} items)]"
 
 
 # ================================================ save ===========================================
@@ -102,7 +75,7 @@ def save(obj, f):
 
     As ``torch.save`` but in a safetensors-compatible file, without pickle (see the module
     docstring for what `obj` may hold). Raises TypeError, naming the place, for anything else."""
-    skeleton, arrays = _flatten(obj)
+    skeleton, arrays = flatten(obj)
     header = _header(skeleton, arrays)
     if isinstance(f, (str, bytes, os.PathLike)):
         _atomic_write(os.fsdecode(f), header, arrays)
@@ -111,72 +84,6 @@ def save(obj, f):
     else:
         raise TypeError(f"save: expected a path or a binary file object, got "
                         f"{type(f).__name__}")
-
-
-def _flatten(obj):
-    """(skeleton, [(name, code, array), ...]): the JSON skeleton and the arrays it refers to."""
-    from ..nn.parameter import Parameter
-    taken = {"__metadata__"}
-    arrays = []
-    open_containers = set()
-
-    def leaf(kind, array, parts, where):
-        code = _BY_KIND.get((array.dtype.kind, array.dtype.itemsize))
-        allowed = _TENSOR_CODES if kind == "tensor" else _CODES
-        if code not in allowed:
-            raise TypeError(f"save: {where} is a {kind} of dtype {array.dtype}, which the format "
-                            f"cannot hold; convert it to one of bool, uint8, int8, int16, int32, "
-                            f"int64, float16, float32, float64")
-        base = ".".join(parts) if parts else kind
-        base = base.encode("utf-8", "backslashreplace").decode("utf-8")
-        name, k = base, 1
-        while name in taken:
-            k += 1
-            name = f"{base}#{k}"
-        taken.add(name)
-        arrays.append((name, code, array))
-        return name
-
-    def walk(x, parts, where):
-        t = type(x)
-        if x is None or t is bool or t is int or t is str:
-            return x
-        if t is float:
-            return x if math.isfinite(x) else {"float": repr(x)}
-        if isinstance(x, Tensor):
-            node = {"tensor": leaf("tensor", x._data, parts, where)}
-            if x.requires_grad:
-                node["requires_grad"] = True
-            if isinstance(x, Parameter):
-                node["parameter"] = True
-            return node
-        if t is np.ndarray:
-            return {"ndarray": leaf("ndarray", x, parts, where)}
-        if isinstance(x, np.generic):
-            return {"numpy_scalar": leaf("numpy scalar", np.asarray(x), parts, where)}
-        if t in (dict, OrderedDict, list, tuple):
-            if id(x) in open_containers:
-                raise ValueError(f"save: {where} contains itself; the format holds trees only")
-            open_containers.add(id(x))
-            if t in (list, tuple):
-                items = [walk(v, parts + [str(i)], f"{where}[{i}]") for i, v in enumerate(x)]
-                node = items if t is list else {"tuple": items}
-            else:
-                pairs = []
-                for key, v in x.items():
-                    if key is not None and type(key) not in (str, int, bool, float):
-                        raise TypeError(f"save: {where} has a key of type {type(key).__name__} "
-                                        f"({key!r}); keys must be str, int, float, bool or None")
-                    pairs.append([walk(key, [], where), walk(v, parts + [str(key)],
-                                                             f"{where}[{key!r}]")])
-                node = {"dict" if t is dict else "ordered_dict": pairs}
-            open_containers.discard(id(x))
-            return node
-        raise TypeError(f"save: {where} is a {t.__name__}, which the format cannot hold; it holds "
-                        f"Tensors, numpy arrays, dict/OrderedDict/list/tuple, int, float, str, "
-                        f"bool and None (convert it, e.g. to a dict or a Tensor)")
-
-    return walk(obj, [], "obj"), arrays
 
 
 def _header(skeleton, arrays):
@@ -268,38 +175,13 @@ def _load(f, size, source):
     try:
         header, header_len = _read_header(f, size)
         entries, metadata = _check_entries(header, size - 8 - header_len)
-        structure = _check_structure(metadata, entries)
+        structure = check_structure(metadata, entries)
         arrays = {e[0]: _read_array(f, *e) for e in entries}
         if structure is None:
             return {name: Tensor._make(arrays[name]) for name in sorted(arrays)}
-        return _decode(structure, _make_leaf(arrays), "obj")
+        return decode(structure, make_leaf(arrays), "obj")
     except ModelFormatError as e:
         raise ModelFormatError(f"{source}: {e}") from None
-
-
-def _reject_duplicates(pairs):
-    out = {}
-    for key, value in pairs:
-        if key in out:
-            raise ModelFormatError(f"header JSON has the key {_q(key)} twice")
-        out[key] = value
-    return out
-
-
-def _reject_constant(name):
-    raise ModelFormatError(f"header JSON contains {name}, which is not JSON")
-
-
-def _strict_json(text, what):
-    try:
-        return json.loads(text, object_pairs_hook=_reject_duplicates,
-                          parse_constant=_reject_constant)
-    except ModelFormatError:
-        raise
-    except RecursionError:
-        raise ModelFormatError(f"{what} is nested too deeply") from None
-    except ValueError as e:
-        raise ModelFormatError(f"{what} is not valid JSON ({e})") from None
 
 
 def _read_header(f, size):
@@ -418,110 +300,3 @@ def _read_array(f, name, code, shape, begin, end):
     if not array.dtype.isnative:
         array = array.astype(array.dtype.newbyteorder("="))
     return array
-
-
-# ---- the structure skeleton ---------------------------------------------------------------------
-
-def _check_structure(metadata, entries):
-    """The parsed skeleton after a dry-run decode (or None for a plain safetensors file)."""
-    if _STRUCTURE_KEY not in metadata:
-        for name, code, *_ in entries:
-            _check_leaf("tensor", code, [], name)
-        return None
-    version = metadata.get(_VERSION_KEY)
-    if version != _VERSION:
-        raise ModelFormatError(f"{_VERSION_KEY} is {version!r}; this minitorch_edge reads "
-                               f"version {_VERSION!r} (written by a newer version?)")
-    structure = _strict_json(metadata[_STRUCTURE_KEY], f"__metadata__[{_q(_STRUCTURE_KEY)}]")
-    codes = {e[0]: (e[1], e[2]) for e in entries}
-    used = set()
-
-    def check(kind, node, where):
-        name = node[kind]
-        if not isinstance(name, str) or name not in codes:
-            shown = _q(name) if isinstance(name, str) else repr(name)
-            raise ModelFormatError(f"structure at {where} refers to tensor {shown}, which is not "
-                                   f"in the file")
-        if name in used:
-            raise ModelFormatError(f"structure refers to tensor {_q(name)} twice")
-        used.add(name)
-        _check_leaf(kind, *codes[name], name)
-        if kind == "tensor" and node.get("requires_grad") and codes[name][0][0] != "F":
-            raise ModelFormatError(f"tensor {_q(name)}: requires_grad on a {codes[name][0]} "
-                                   f"tensor (only floating-point tensors can require grad)")
-
-    try:
-        _decode(structure, check, "obj")
-    except RecursionError:
-        raise ModelFormatError("structure is nested too deeply") from None
-    missing = sorted(set(codes) - used)
-    if missing:
-        raise ModelFormatError(f"tensor {_q(missing[0])} is in the file but not in the structure")
-    return structure
-
-
-def _check_leaf(kind, code, shape, name):
-    if kind == "tensor" and code not in _TENSOR_CODES:
-        raise ModelFormatError(f"tensor {_q(name)}: dtype {code} has no minitorch_edge Tensor "
-                               f"type; Tensors hold {', '.join(_TENSOR_CODES)}")
-    if kind == "numpy_scalar" and shape:
-        raise ModelFormatError(f"tensor {_q(name)}: a numpy scalar must have shape [], not "
-                               f"{_short(shape)}")
-
-
-def _make_leaf(arrays):
-    from ..nn.parameter import Parameter
-
-    def make(kind, node, where):
-        array = arrays[node[kind]]
-        if kind == "ndarray":
-            return array
-        if kind == "numpy_scalar":
-            return array[()]
-        if node.get("parameter"):
-            return Parameter(Tensor._make(array), requires_grad=bool(node.get("requires_grad")))
-        return Tensor._make(array, requires_grad=bool(node.get("requires_grad")))
-    return make
-
-
-_OPTIONS = {"tensor": {"requires_grad", "parameter"}, "ndarray": set(), "numpy_scalar": set(),
-            "tuple": set(), "dict": set(), "ordered_dict": set(), "float": set()}
-_FLOATS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
-
-
-def _decode(node, leaf, where):
-    """Rebuild the object a skeleton describes; `leaf(kind, node, where)` makes each tensor."""
-    if node is None or type(node) in (bool, int, str, float):
-        return node
-    if isinstance(node, list):
-        return [_decode(v, leaf, f"{where}[{i}]") for i, v in enumerate(node)]
-    kinds = [k for k in node if k in _OPTIONS]
-    if len(kinds) != 1 or not set(node) - {kinds[0]} <= _OPTIONS[kinds[0]]:
-        raise ModelFormatError(f"structure at {where}: unknown node {_short(sorted(node))}")
-    kind = kinds[0]
-    value = node[kind]
-    if kind in ("tensor", "ndarray", "numpy_scalar"):
-        if any(type(node[k]) is not bool for k in _OPTIONS[kind] if k in node):
-            raise ModelFormatError(f"structure at {where}: tensor flags must be true/false")
-        return leaf(kind, node, where)
-    if kind == "float":
-        if not isinstance(value, str) or value not in _FLOATS:
-            raise ModelFormatError(f"structure at {where}: float {value!r} is not nan/inf/-inf")
-        return _FLOATS[value]
-    if not isinstance(value, list):
-        raise ModelFormatError(f"structure at {where}: {kind} needs a list")
-    if kind == "tuple":
-        return tuple(_decode(v, leaf, f"{where}[{i}]") for i, v in enumerate(value))
-    out = {} if kind == "dict" else OrderedDict()
-    for pair in value:
-        if not (isinstance(pair, list) and len(pair) == 2):
-            raise ModelFormatError(f"structure at {where}: {kind} items must be [key, value]")
-        key = pair[0]
-        if isinstance(key, dict) and set(key) == {"float"}:
-            key = _decode(key, leaf, where)
-        elif not (key is None or type(key) in (bool, int, str, float)):
-            raise ModelFormatError(f"structure at {where}: key {key!r} is not a scalar")
-        if key in out:
-            raise ModelFormatError(f"structure at {where}: key {key!r} appears twice")
-        out[key] = _decode(pair[1], leaf, f"{where}[{key!r}]")
-    return out
