@@ -14,7 +14,8 @@ from .. import dtypes as _dt
 from ..autograd.function import Function
 from ..tensor import Tensor
 from ._util import norm_dim, shape_str, tensor_method
-from .shape import Reshape, Slice, Embed, _ints, _shape_args, unsqueeze
+from ._views import Embed, Reshape, Slice
+from .shape import _ints, _shape_args, unsqueeze
 
 __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_stack", "dstack",
            "column_stack", "atleast_1d", "atleast_2d", "atleast_3d", "split", "tensor_split",

@@ -13,8 +13,8 @@ import numpy as np
 from ..autograd.function import Function
 from ..tensor import Tensor
 from ._util import norm_dim, norm_dims, shape_str, tensor_method
-from .shape import Contiguous, DiagScatter, Diagonal, Embed, Reshape, Slice, _diag_dims, \
-    _ints, _shape_args, transpose
+from ._views import Contiguous, DiagScatter, Diagonal, Embed, Reshape, Slice
+from .shape import _diag_dims, _ints, _shape_args, transpose
 
 __all__ = ["flip", "fliplr", "flipud", "rot90", "roll", "pad", "repeat_interleave", "tril",
            "triu", "diag", "diag_embed"]
