@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 
+from .._special import erf
+
 NAME = "numpy"
 
 
@@ -22,7 +24,6 @@ def matmul(a, b):
 # Here it is spelled out in separate numpy steps; the native twin does it in one pass.
 
 ACTIVATIONS = (None, "none", "relu", "relu6", "gelu", "gelu_tanh")
-_erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
 def epilogue_activation(y, act, op="gemm_epilogue"):
@@ -41,7 +42,7 @@ def epilogue_activation(y, act, op="gemm_epilogue"):
         return np.minimum(np.maximum(y, 0), 6)
     if act == "gelu":
         y64 = np.asarray(y, dtype=np.float64)
-        return (0.5 * y64 * (1.0 + _erf(y64 / math.sqrt(2.0)))).astype(y.dtype)
+        return (0.5 * y64 * (1.0 + erf(y64 / math.sqrt(2.0)))).astype(y.dtype)
     if act == "gelu_tanh":
         y64 = np.asarray(y, dtype=np.float64)
         t = np.tanh(math.sqrt(2.0 / math.pi) * (y64 + 0.044715 * y64 ** 3))

@@ -20,9 +20,9 @@ import warnings
 
 import numpy as np
 
+from .._special import erfinv as _erfinv
 from ..autograd.grad_mode import no_grad
 from ..backend.prepared import wrote as _wrote
-from ..ops.unary import _erfinv
 from ..random import np_rng
 from ..tensor import Tensor
 

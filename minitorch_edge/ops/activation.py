@@ -22,7 +22,8 @@ from ..autograd.function import Function
 from ..tensor import Tensor
 from ._util import tensor_method
 from .elementwise import where
-from .unary import _erf, _sigmoid, clamp, erf, exp, sigmoid, tanh
+from .._special import erf as _erf
+from .unary import _sigmoid, clamp, erf, exp, sigmoid, tanh
 
 __all__ = ["relu", "relu6", "leaky_relu", "elu", "selu", "celu", "gelu", "silu", "mish",
            "hardswish", "hardsigmoid", "hardtanh", "softplus", "logsigmoid", "softsign",
