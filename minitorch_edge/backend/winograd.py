@@ -137,7 +137,7 @@ def choose_tile(n, c, k, h, w, pad_h=1, pad_w=1, cached=False):
 
     F(4,3) needs an output of at least 12x12 (on smaller ones its 4x4 blocks overhang too
     much) and enough tiles to amortise reading (cached) or computing (per call) its U, which
-    is 2.25x F(2,3)'s; otherwise F(2,3). The measurements are in native/src/winograd.c."""
+    is 2.25x F(2,3)'s; otherwise F(2,3). The measurements are in native/src/winograd_rule.c."""
     return _rule(n, c, k, h, w, pad_h, pad_w, cached)[0]
 
 

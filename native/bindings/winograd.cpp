@@ -174,7 +174,7 @@ void mte_bind_winograd(pybind11::module_ &m) {
         "winograd_should_use(N, C, K, H, W, pad_h=1, pad_w=1, cached=False) -> bool\n\n"
         "Whether Winograd (with winograd_tile's tile) is expected to beat im2col+GEMM for this\n"
         "3x3 stride-1 conv; cached as for winograd_tile. The rule and its measurements are in\n"
-        "native/src/winograd.c.");
+        "native/src/winograd_rule.c.");
   m.def("winograd_workspace_reset_peak", &mte_winograd_workspace_reset_peak,
         "Start a new peak measurement of the Winograd workspace.");
   m.def("winograd_workspace_peak_bytes",

@@ -64,7 +64,7 @@ MTE_API int mte_winograd3x3(int tile, int64_t N, int64_t C, int64_t H, int64_t W
 /*
  * The selection rule, for output size Ho x Wo (= input size when padding is 1); `cached` says
  * whether U is transformed once and reused (1) or w is transformed in every call (0). The
- * rule and the measurements behind it are in winograd.c:
+ * rule and the measurements behind it are in winograd_rule.c:
  *   mte_winograd_tile:       the better Winograd tile here, 4 or 2 (0 for an empty output)
  *   mte_winograd_should_use: 1 if Winograd (with that tile) is expected to beat im2col+GEMM
  */
