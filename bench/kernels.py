@@ -7,8 +7,8 @@
   this command only, as above), with GFLOP/s and % of peak: the peak is measured in the same
   run by libmte's FMA loop (`_C.peak_gflops`, one core, times the thread count);
 * conv 3x3 stride 1 (batch 1), 1x1 conv, depthwise 3x3 against PyTorch NCHW and channels_last
-  (through `minitorch_edge.backend.conv2d`, i.e. whatever the dispatcher picks: im2col,
-  Winograd under no_grad with its weights prepared once, depthwise), with the workspace each
+  (through `minitorch_edge.backend.conv2d(..., inference=True)`, i.e. whatever the dispatcher
+  picks: im2col, Winograd with its weights prepared once, depthwise), with the workspace each
   call takes from libmte's arena (peak bytes) and the arena allocations made by the timed
   calls after the first (0 = nothing allocated in steady state).
 PyTorch's reference should run with MALLOC_MMAP_THRESHOLD_=1000000000 and
@@ -99,7 +99,8 @@ def conv_rows(repeats):
         p = ks // 2
         with mte.no_grad():
             def call():
-                return backend.conv2d(x, w, bias, (s, s), (p, p, p, p), (1, 1), g)
+                return backend.conv2d(x, w, bias, (s, s), (p, p, p, p), (1, 1), g,
+                                      inference=True)
             call()
             workspace = allocations = None
             if _C is not None:   # the GEMM arena + Winograd's own (either may be unused)

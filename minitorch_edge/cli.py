@@ -43,11 +43,17 @@ def info(out=sys.stdout):
         if feats is not None:
             rows.append(("cpu features (libmte)", ", ".join(feats) or "none"))
     rows.append(("cpu features (os)", ", ".join(_cpu_flags()) or "unknown"))
+    dispatch = data.pop("dispatch")
     for k, v in data.items():
         rows.append((k, str(v)))
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"{k:<{width}}  {v}", file=out)
+    # the backend's dispatch table (backend/__init__.py): what runs each kernel
+    print("\nkernel dispatch (backend/__init__.py)", file=out)
+    width = max(len(k) for k in dispatch)
+    for kernel, impl in dispatch.items():
+        print(f"  {kernel:<{width}}  {impl}", file=out)
 
 
 def main(argv=None):

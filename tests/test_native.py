@@ -1,4 +1,4 @@
-"""Tests of the native extension ``minitorch_edge._C`` and ``backend.native_backend``.
+"""Tests of the native extension ``minitorch_edge._C`` and ``backend.native_gemm``.
 
 Every native result is compared with numpy (float64 reference, float32 tolerance scaled
 with K); every ISA path this CPU supports is exercised (in process with ``_C.set_isa`` and
@@ -21,7 +21,8 @@ if os.environ.get("MTE_REQUIRE_NATIVE") == "1":
 else:
     _C = pytest.importorskip("minitorch_edge._C")
 
-from minitorch_edge.backend import native_backend  # noqa: E402
+from minitorch_edge import backend  # noqa: E402
+from minitorch_edge.backend import native_gemm  # noqa: E402
 
 EPS32 = float(np.finfo(np.float32).eps)
 DIMS = st.sampled_from([0, 1, 2, 3, 5, 7, 13, 16, 17, 31, 33, 64, 97])
@@ -111,7 +112,7 @@ def test_c_matmul_batch_of_one_broadcasts():
                  b.transpose(0, 2, 1), a.transpose(0, 2, 1))
 
 
-# --------------------------------------------------------------- native_backend.matmul
+# ------------------------------------------------------------------ native_gemm.matmul
 
 # pairs of broadcast-compatible batch shapes
 BATCH_PAIRS = st.sampled_from([
@@ -153,7 +154,7 @@ def matmul_operands(draw):
 def test_backend_matmul_matches_numpy(operands):
     a, b = operands
     expected = np.matmul(a, b)
-    got = native_backend.matmul(a, b)
+    got = native_gemm.matmul(a, b)
     assert type(got) is type(expected)
     assert np.shape(got) == expected.shape and got.dtype == expected.dtype
     assert_close(got, a, b)
@@ -161,7 +162,7 @@ def test_backend_matmul_matches_numpy(operands):
 
 def test_backend_matmul_vector_vector_is_a_scalar():
     a, b = np.arange(5, dtype=np.float32), np.ones(5, np.float32)
-    got = native_backend.matmul(a, b)
+    got = native_gemm.matmul(a, b)
     assert isinstance(got, np.float32) and got == 10.0
 
 
@@ -173,14 +174,14 @@ def test_backend_matmul_other_dtypes_are_numpys(da, db):
     a = (rng.standard_normal((2, 3, 4)) * 4).astype(da)
     b = (rng.standard_normal((4, 5)) * 4).astype(db)
     expected = np.matmul(a, b)
-    got = native_backend.matmul(a, b)
+    got = native_gemm.matmul(a, b)
     assert got.dtype == expected.dtype and np.array_equal(got, expected)
 
 
 def test_backend_matmul_non_native_inputs_follow_numpy():
-    assert native_backend.matmul([[1.0, 2.0]], [[3.0], [4.0]]).tolist() == [[11.0]]
+    assert native_gemm.matmul([[1.0, 2.0]], [[3.0], [4.0]]).tolist() == [[11.0]]
     swapped = np.ones((2, 2), dtype=">f4")
-    assert np.array_equal(native_backend.matmul(swapped, swapped), np.matmul(swapped, swapped))
+    assert np.array_equal(native_gemm.matmul(swapped, swapped), np.matmul(swapped, swapped))
 
 
 @pytest.mark.parametrize("a_shape,b_shape", [((2, 3), (4, 5)), ((3,), (4,)), ((2, 2, 3), (3, 3, 4)),
@@ -188,7 +189,7 @@ def test_backend_matmul_non_native_inputs_follow_numpy():
 def test_backend_matmul_errors_are_numpys(a_shape, b_shape):
     a, b = np.ones(a_shape, np.float32), np.ones(b_shape, np.float32)
     with pytest.raises(ValueError) as ours:
-        native_backend.matmul(a, b)
+        native_gemm.matmul(a, b)
     with pytest.raises(ValueError) as theirs:
         np.matmul(a, b)
     assert str(ours.value) == str(theirs.value)
@@ -207,7 +208,7 @@ def test_every_isa_in_process():
             assert _C.active_isa() == isa
             assert_close(_C.sgemm(a, b), a, b)
             assert_close(_C.sgemm(a.T.copy(), b.T.copy(), True, True, 2.0), a, b, 2.0)
-            assert_close(native_backend.matmul(a[None].repeat(2, 0), b), a[None].repeat(2, 0), b)
+            assert_close(native_gemm.matmul(a[None].repeat(2, 0), b), a[None].repeat(2, 0), b)
     finally:
         _C.set_isa("auto")
 
@@ -313,20 +314,21 @@ def test_rejected_out_is_left_untouched():
 def test_threads_and_info():
     n0 = _C.get_num_threads()
     try:
-        native_backend.set_num_threads(1)
-        assert native_backend.get_num_threads() == 1
-        native_backend.set_num_threads(2)
-        assert native_backend.get_num_threads() == (2 if _C.has_openmp() else 1)
+        backend.set_num_threads(1)
+        assert backend.get_num_threads() == 1
+        backend.set_num_threads(2)
+        assert backend.get_num_threads() == (2 if _C.has_openmp() else 1)
         rng = np.random.default_rng(4)
         a, b = rand(rng, (200, 150)), rand(rng, (150, 170))
         assert_close(_C.sgemm(a, b), a, b)
     finally:
         _C.set_num_threads(n0)
-    info = native_backend.info()
-    assert set(info) == {"version", "isa", "cpu_features", "kernels", "num_threads"}
+    info = backend.info()
+    assert {"version", "isa", "cpu_features", "kernels", "num_threads", "dispatch"} <= set(info)
     assert info["isa"] in _C.available_isas() and "sgemm" in info["kernels"]
     assert isinstance(info["cpu_features"], list) and _C.version() == info["version"]
-    assert "matmul" in native_backend.AVAILABLE_KERNELS
+    if backend.active() == "native":
+        assert info["dispatch"]["matmul"].startswith("native[")
 
 
 def test_arena_peak_is_reported():

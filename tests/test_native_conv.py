@@ -222,7 +222,8 @@ GEOM = ((1, 1), (1, 1, 1, 1), (1, 1), 1)
 
 
 def test_backend_dispatch_and_fallbacks():
-    assert {"conv2d", "conv2d_backward_input", "conv2d_backward_weight"} <= native_conv.KERNELS
+    for name in ("conv2d", "conv2d_backward_input", "conv2d_backward_weight"):
+        assert backend.KERNELS[name].native == "native_conv"
     if backend.active() == "native":
         assert backend.conv2d is native_conv.conv2d
     rng = np.random.default_rng(3)
@@ -286,24 +287,24 @@ def test_depthwise_and_winograd_shapes_through_the_backend(stride, size):
     assert run.returncode == 0, f"exit {run.returncode}\n{run.stdout}\n{run.stderr[-3000:]}"
 
 
-def test_conv2d_act_fused():
+def test_conv2d_fused_activation():
     rng = np.random.default_rng(5)
     x, w, b = rand(rng, (2, 3, 9, 9)) * 4, rand(rng, (5, 3, 3, 3)), rand(rng, (5,))
     plain = ref.conv2d(x, w, b, *GEOM)
-    np.testing.assert_allclose(native_conv.conv2d_act(x, w, b, *GEOM, act="relu"),
+    np.testing.assert_allclose(native_conv.conv2d(x, w, b, *GEOM, act="relu"),
                                np.maximum(plain, 0), rtol=1e-5, atol=1e-4)
-    np.testing.assert_allclose(native_conv.conv2d_act(x, w, b, *GEOM, act="relu6"),
+    np.testing.assert_allclose(native_conv.conv2d(x, w, b, *GEOM, act="relu6"),
                                np.clip(plain, 0, 6), rtol=1e-5, atol=1e-4)
     # depthwise 3x3 (goes to _C.depthwise3x3 with its activation when that is built)
     dw = ((1, 1), (1, 1, 1, 1), (1, 1), 3)
     w3 = rand(rng, (3, 1, 3, 3))
-    np.testing.assert_allclose(native_conv.conv2d_act(x, w3, b[:3], *dw, act="relu6"),
+    np.testing.assert_allclose(native_conv.conv2d(x, w3, b[:3], *dw, act="relu6"),
                                np.clip(ref.conv2d(x, w3, b[:3], *dw), 0, 6), rtol=1e-5, atol=1e-4)
     x64, w64, b64 = f64(x, w, b)
-    np.testing.assert_allclose(native_conv.conv2d_act(x64, w64, b64, *GEOM, act="relu6"),
+    np.testing.assert_allclose(native_conv.conv2d(x64, w64, b64, *GEOM, act="relu6"),
                                np.clip(ref.conv2d(x64, w64, b64, *GEOM), 0, 6))
     with pytest.raises(ValueError):
-        native_conv.conv2d_act(x64, w64, b64, *GEOM, act="swish")
+        native_conv.conv2d(x64, w64, b64, *GEOM, act="swish")
 
 
 def test_gradients_through_functional_match_numpy_backend():
@@ -429,9 +430,8 @@ def test_bad_input_raises():
     ((1, 12, 8, 8, 18, 3), 3, 1, 1),         # groups
 ])
 def test_packed_weights_match_and_follow_writes(shape, groups, stride, padding):
-    """Under no_grad the im2col conv reuses packed weight panels: the result is bitwise the
-    per-call one, and a write to the weight drops the panels."""
-    import minitorch_edge as mte
+    """Inference calls (inference=True) of the im2col conv reuse packed weight panels: the
+    result is bitwise the per-call one, and a write to the weight drops the panels."""
     from minitorch_edge.backend import native_conv, prepared
     n, c, h, w_, k, ks = shape
     rng = np.random.default_rng(7)
@@ -440,17 +440,18 @@ def test_packed_weights_match_and_follow_writes(shape, groups, stride, padding):
     b = rng.standard_normal(k).astype(np.float32)
     geom = ((stride, stride), (padding,) * 4, (1, 1), groups)
     plain = _C.conv2d(x, w, b, *geom)
-    with mte.no_grad():
-        misses = prepared.stats()["misses"]
-        first = native_conv.conv2d(x, w, b, *geom)
-        again = native_conv.conv2d(x, w, b, *geom)
-        assert prepared.stats()["misses"] == misses + 1       # packed once, then reused
-        np.testing.assert_array_equal(first, plain)
-        np.testing.assert_array_equal(again, plain)
-        w *= 0.5                                              # written in place ...
-        prepared.wrote(w)                                     # ... and announced
-        np.testing.assert_array_equal(native_conv.conv2d(x, w, b, *geom),
-                                      _C.conv2d(x, w, b, *geom))
+    misses = prepared.stats()["misses"]
+    first = native_conv.conv2d(x, w, b, *geom, inference=True)
+    again = native_conv.conv2d(x, w, b, *geom, inference=True)
+    assert prepared.stats()["misses"] == misses + 1       # packed once, then reused
+    np.testing.assert_array_equal(first, plain)
+    np.testing.assert_array_equal(again, plain)
+    native_conv.conv2d(x, w, b, *geom)                    # a training call packs nothing
+    assert prepared.stats()["misses"] == misses + 1
+    w *= 0.5                                              # written in place ...
+    prepared.wrote(w)                                     # ... and announced
+    np.testing.assert_array_equal(native_conv.conv2d(x, w, b, *geom, inference=True),
+                                  _C.conv2d(x, w, b, *geom))
 
 
 def test_packed_weight_binding_errors():

@@ -1,6 +1,6 @@
 """Tests of libmte's fused epilogue, act(a @ b + bias + residual) with act in relu, relu6, gelu,
 gelu_tanh: ``_C.sgemm(..., bias, bias_mode, act, residual)``, ``_C.conv2d(..., act, residual)``
-and the backend functions over them (``gemm_epilogue``, ``native_conv.conv2d_act``).
+and the backend functions over them (``gemm_epilogue``, ``native_conv.conv2d`` with ``act``/``residual``).
 
 Native results are compared with the numpy twins (numpy_backend.gemm_epilogue, which uses
 math.erf in float64) over hypothesis shapes (0, 1, primes, tile tails) on every ISA this CPU
@@ -20,7 +20,7 @@ else:
     _C = pytest.importorskip("minitorch_edge._C")
 
 from minitorch_edge import backend  # noqa: E402
-from minitorch_edge.backend import native_backend, native_conv  # noqa: E402
+from minitorch_edge.backend import native_gemm, native_conv  # noqa: E402
 from minitorch_edge.backend import numpy_backend as ref  # noqa: E402
 
 ACTS = (None, "relu", "relu6", "gelu", "gelu_tanh")
@@ -74,7 +74,7 @@ def test_gemm_epilogue_matches_twin(m, n, k, act, mode, with_bias, with_res, ta,
     assert got.dtype == np.float32 and got.shape == (m, n)
     assert_epilogue_close(got, expect, bound, k)
     # the backend function gives the same, and the float32 twin agrees to rounding
-    np.testing.assert_array_equal(native_backend.gemm_epilogue(a, b, bias, mode, act, res, ta, tb),
+    np.testing.assert_array_equal(native_gemm.gemm_epilogue(a, b, bias, mode, act, res, ta, tb),
                                   got)
 
 
@@ -156,12 +156,12 @@ def test_backend_dispatch_and_fallbacks():
     a, b, bias = rand(rng, (6, 9)), rand(rng, (9, 4)), rand(rng, (4,))
     assert "gemm_epilogue" in backend.KERNELS
     if backend.active() == "native":
-        assert backend.gemm_epilogue is native_backend.gemm_epilogue
+        assert backend.gemm_epilogue is native_gemm.gemm_epilogue
     # transposed views are read in place, other dtypes go to the twin
-    got = native_backend.gemm_epilogue(a.T.copy().T, b, bias, act="relu6")
+    got = native_gemm.gemm_epilogue(a.T.copy().T, b, bias, act="relu6")
     np.testing.assert_allclose(got, ref.gemm_epilogue(a, b, bias, act="relu6"), rtol=1e-5,
                                atol=1e-5)
-    got64 = native_backend.gemm_epilogue(a.astype(np.float64), b.astype(np.float64),
+    got64 = native_gemm.gemm_epilogue(a.astype(np.float64), b.astype(np.float64),
                                          act="gelu_tanh")
     assert got64.dtype == np.float64
     with pytest.raises(ValueError, match="gemm_epilogue: act"):
@@ -199,14 +199,14 @@ def test_conv2d_act_residual_matches_twin(gi, act):
     res = rand(rng, y0.shape)
     for bias in (None, b):
         for r in (None, res):
-            got = native_conv.conv2d_act(x, w, bias, *geom, act=act, residual=r)
+            got = native_conv.conv2d(x, w, bias, *geom, act=act, residual=r)
             np.testing.assert_allclose(got, _conv_expect(x, w, bias, geom, act, r), rtol=2e-5,
                                        atol=2e-5)
             direct = _C.conv2d(x, w, bias, geom[0], geom[1], geom[2], geom[3], act, r)
             np.testing.assert_allclose(direct, got, rtol=2e-5, atol=2e-5)
     # the numpy fallback (float64) gives the same
     x64, w64, b64, r64 = (t.astype(np.float64) for t in (x, w, b, res))
-    np.testing.assert_allclose(native_conv.conv2d_act(x64, w64, b64, *geom, act=act, residual=r64),
+    np.testing.assert_allclose(native_conv.conv2d(x64, w64, b64, *geom, act=act, residual=r64),
                                _conv_expect(x, w, b, geom, act, r64), rtol=1e-12, atol=1e-12)
 
 
@@ -217,12 +217,12 @@ def test_conv2d_resnet_block_against_torch():
     x, w, b = rand(rng, (2, 8, 10, 10)), rand(rng, (8, 8, 3, 3)) * 0.2, rand(rng, (8,))
     tx, tw, tb = (torch.from_numpy(t) for t in (x, w, b))
     identity = x  # ResNet: relu(conv(x) + b + x)
-    got = native_conv.conv2d_act(x, w, b, (1, 1), (1, 1, 1, 1), (1, 1), 1, act="relu",
+    got = native_conv.conv2d(x, w, b, (1, 1), (1, 1, 1, 1), (1, 1), 1, act="relu",
                                  residual=identity)
     expect = F.relu(F.conv2d(tx, tw, tb, padding=1) + tx).numpy()
     np.testing.assert_allclose(got, expect, rtol=1e-5, atol=1e-5)
     for act, approx in (("gelu", "none"), ("gelu_tanh", "tanh")):
-        got = native_conv.conv2d_act(x, w, b, (2, 2), (1, 1, 1, 1), (1, 1), 1, act=act)
+        got = native_conv.conv2d(x, w, b, (2, 2), (1, 1, 1, 1), (1, 1), 1, act=act)
         expect = F.gelu(F.conv2d(tx, tw, tb, stride=2, padding=1), approximate=approx).numpy()
         np.testing.assert_allclose(got, expect, rtol=1e-5, atol=1e-5)
 
@@ -238,10 +238,10 @@ def test_conv2d_bad_input_raises():
         _C.conv2d(x, w, None, 1, 0, 1, 1, None, np.ones((3, 3, 3), np.float32))
     with pytest.raises(ValueError, match="act must be"):
         _C.conv2d(x, w, act="swish")
-    with pytest.raises(ValueError, match="conv2d_act: act must be"):
-        native_conv.conv2d_act(x, w, None, (1, 1), (0, 0, 0, 0), (1, 1), 1, act="swish")
-    with pytest.raises(ValueError, match="conv2d_act: residual has shape"):
-        native_conv.conv2d_act(x.astype(np.float64), w.astype(np.float64), None, (1, 1),
+    with pytest.raises(ValueError, match="conv2d: act must be"):
+        native_conv.conv2d(x, w, None, (1, 1), (0, 0, 0, 0), (1, 1), 1, act="swish")
+    with pytest.raises(ValueError, match="conv2d: residual has shape"):
+        native_conv.conv2d(x.astype(np.float64), w.astype(np.float64), None, (1, 1),
                                (0, 0, 0, 0), (1, 1), 1, residual=np.ones((1, 3, 5, 5)))
     # zero-size batch with a residual
     y = _C.conv2d(np.ones((0, 2, 5, 5), np.float32), w, None, 1, 0, 1, 1, "gelu",

@@ -1,48 +1,108 @@
-"""Backend selection: which implementation the kernels (matmul, later conv, pooling) come from.
+"""The backend: every kernel the ops call, and which implementation runs it.
 
-``MTE_BACKEND=numpy`` forces the numpy reference; ``native`` asks for libmte (warning once and
-falling back to numpy when the extension was not built); ``auto`` (the default) uses native
-where it is built and has the kernel. Ops call the functions of this module, e.g.
-``backend.matmul(a, b)``; they are numpy_backend's unless native_backend overrides them.
+An op never computes on arrays itself: it calls a kernel of this module, e.g.
+``backend.conv2d(x, w, bias, stride, padding, dilation, groups)``. Each kernel has two
+implementations with the same name, signature and result (to float32 rounding):
+
+* the numpy twin in ``numpy_backend.py``: the readable reference, always present;
+* a native one in ``native_<family>.py`` over libmte (``minitorch_edge._C``), where the
+  extension was built with that kernel family. It handles the cases its C kernel covers and
+  hands every other case (other dtypes, odd layouts) to the numpy twin, so behaviour never
+  differs between backends.
+
+The table below is the whole dispatch: one row per kernel, naming the native module that
+holds its native version (a function of the kernel's name, as in numpy_backend) and the
+libmte family that version needs. ``use("numpy" | "native" | "auto")`` binds every kernel
+name of this module to one of its two implementations (the environment variable
+``MTE_BACKEND`` gives the first choice; default ``auto``: native where built). A native family that was not built is simply absent from ``_C.kernels()``, and its
+rows run their numpy twin: that is the one convention for "not built". ``table()`` (printed by
+``minitorch-edge info``) says for each kernel what runs it: ``numpy`` or ``native[ISA]``.
+
+Kernels that have an inference-only fast path (Winograd, prepacked weights) take an
+``inference`` argument from their caller; the rule for when to take it lives in the native
+module, next to the kernel.
 """
+import importlib
 import os
 import warnings
+from typing import NamedTuple, Optional
 
 from . import numpy_backend
 
-__all__ = ["matmul", "linear", "gemm_epilogue", "sgd_step", "adam_step", "active", "info",
-           "set_num_threads", "get_num_threads", "use"]
+__all__ = ["KERNELS", "use", "active", "table", "info", "set_num_threads", "get_num_threads"]
 
-KERNELS = ("matmul", "linear", "gemm_epilogue", "conv2d", "conv2d_backward_input",
-           "conv2d_backward_weight", "max_pool2d", "max_pool2d_backward", "adaptive_max_pool2d",
-           "avg_pool2d", "avg_pool2d_backward", "sgd_step", "adam_step")
-_native = None
+
+class Kernel(NamedTuple):
+    name: str               # backend.<name>; numpy_backend.<name> is its numpy twin
+    native: Optional[str]   # the module under backend/ whose <name> is the native version
+    family: Optional[str]   # the libmte kernel family that version needs (in _C.kernels())
+
+    @property
+    def numpy(self):
+        return getattr(numpy_backend, self.name)
+
+
+KERNELS = {}
+
+
+def _kernel(name, native=None, family=None):
+    """Add one row to the table; the name is bound to the numpy twin until use() runs."""
+    KERNELS[name] = Kernel(name, native, family)
+    return getattr(numpy_backend, name)
+
+
+# ---- the dispatch table: kernel = numpy_backend.<kernel> or <native module>.<kernel> ----------
+#                                             native module     libmte family
+matmul                 = _kernel("matmul",                 "native_gemm",  "sgemm")
+linear                 = _kernel("linear",                 "native_gemm",  "sgemm")
+gemm_epilogue          = _kernel("gemm_epilogue",          "native_gemm",  "sgemm")
+conv2d                 = _kernel("conv2d",                 "native_conv",  "conv2d")
+conv2d_backward_input  = _kernel("conv2d_backward_input",  "native_conv",  "conv2d")
+conv2d_backward_weight = _kernel("conv2d_backward_weight", "native_conv",  "conv2d")
+max_pool2d             = _kernel("max_pool2d",             "native_pool",  "pool2d")
+max_pool2d_backward    = _kernel("max_pool2d_backward",    "native_pool",  "pool2d")
+adaptive_max_pool2d    = _kernel("adaptive_max_pool2d")    # numpy only
+avg_pool2d             = _kernel("avg_pool2d",             "native_pool",  "pool2d")
+avg_pool2d_backward    = _kernel("avg_pool2d_backward",    "native_pool",  "pool2d")
+sgd_step               = _kernel("sgd_step",               "native_optim", "optim")
+adam_step              = _kernel("adam_step",              "native_optim", "optim")
+# ----------------------------------------------------------------------------------------------
+__all__ += list(KERNELS)
+
+_C = None             # the extension module once loaded, or None
+_active = "numpy"
 _num_threads = [os.cpu_count() or 1]
 
 
-def _load_native():
+def _load_extension():
+    """minitorch_edge._C, or None when it was not built."""
     try:
-        from . import native_backend
-        return native_backend
+        from .. import _C as ext
     except ImportError:
         return None
+    return ext
+
+
+def _native_function(kernel, ext):
+    """The native implementation of `kernel`, or None if this build lacks its family."""
+    if kernel.native is None or ext is None or kernel.family not in ext.kernels():
+        return None
+    return getattr(importlib.import_module(f".{kernel.native}", __name__), kernel.name)
 
 
 def use(name):
-    """Switch backend at run time: "numpy", "native" or "auto"."""
-    global _native, _active
+    """Bind every kernel to its numpy twin ("numpy") or, where built, its native version
+    ("native", "auto"); "native" warns when the extension is missing."""
+    global _C, _active
     if name not in ("numpy", "native", "auto"):
         raise ValueError(f"MTE_BACKEND must be one of numpy, native, auto (got {name!r})")
-    native = None if name == "numpy" else _load_native()
-    if name == "native" and native is None:
+    ext = None if name == "numpy" else _load_extension()
+    if name == "native" and ext is None:
         warnings.warn("MTE_BACKEND=native but minitorch_edge._C is not built; using the numpy "
                       "backend", RuntimeWarning, stacklevel=2)
-    _native = native
-    _active = "native" if native is not None else "numpy"
-    available = getattr(native, "AVAILABLE_KERNELS", ()) if native is not None else ()
-    for kernel in KERNELS:
-        impl = getattr(native, kernel) if kernel in available else None
-        globals()[kernel] = impl if impl is not None else getattr(numpy_backend, kernel)
+    _C, _active = ext, ("native" if ext is not None else "numpy")
+    for kernel in KERNELS.values():
+        globals()[kernel.name] = _native_function(kernel, ext) or kernel.numpy
 
 
 def active():
@@ -50,31 +110,44 @@ def active():
     return _active
 
 
+def table():
+    """{kernel: what runs it}: "numpy" or "native[ISA]" (the ISA of its libmte family)."""
+    families = _C.dispatch_table() if _C is not None and hasattr(_C, "dispatch_table") else {}
+    out = {}
+    for kernel in KERNELS.values():
+        if globals()[kernel.name] is kernel.numpy:
+            out[kernel.name] = "numpy"
+        else:
+            out[kernel.name] = f"native[{families.get(kernel.family, _C.active_isa())}]"
+    return out
+
+
 def info():
     """What `minitorch-edge info` prints about the backend."""
     out = {"backend": _active, "requested": os.environ.get("MTE_BACKEND", "auto")}
-    native = _native or _load_native()
-    if native is not None:
-        out.update(native.info())
+    ext = _C or _load_extension()
+    if ext is not None:
+        out.update({"version": ext.version(), "isa": ext.active_isa(),
+                    "cpu_features": list(ext.cpu_features()), "kernels": list(ext.kernels()),
+                    "num_threads": ext.get_num_threads()})
     else:
         out["native"] = "not built (numpy backend only)"
+    out["dispatch"] = table()
     return out
 
 
 def set_num_threads(n):
-    """Threads used by native kernels (OpenMP)."""
+    """Threads used by native kernels (OpenMP; 1 when built without it)."""
     n = int(n)
     if n < 1:
         raise ValueError(f"set_num_threads: expected a positive number of threads, got {n}")
     _num_threads[0] = n
-    if _native is not None:
-        _native.set_num_threads(n)
+    if _C is not None:
+        _C.set_num_threads(n)
 
 
 def get_num_threads():
-    if _native is not None:
-        return _native.get_num_threads()
-    return _num_threads[0]
+    return _C.get_num_threads() if _C is not None else _num_threads[0]
 
 
 use(os.environ.get("MTE_BACKEND", "auto"))

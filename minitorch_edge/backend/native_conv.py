@@ -1,51 +1,51 @@
 """Native convolution: conv2d and its two backward passes computed by libmte through ``_C``.
 
 Same names, signatures and results (to float32 rounding) as the numpy twins in
-numpy_backend.py; native_backend.py merges the names listed in ``KERNELS``. Which kernel runs:
+numpy_backend.py; the dispatch table in backend/__init__.py binds them where libmte's "conv2d"
+family is built. Which kernel runs, decided here, next to the kernels:
 
-    depthwise 3x3, padding 1, stride 1 or 2     _C.depthwise3x3*      (when built)
-    3x3, stride 1, groups 1, symmetric padding  _C.winograd3x3        (when built, when
-                                                (inference only)      _C.winograd_should_use,
-                                                                      and grad mode is off;
+    depthwise 3x3, padding 1, stride 1 or 2     _C.depthwise3x3*      ("depthwise3x3" family;
+    (epilogue: bias + ReLU/ReLU6 only)                                native/src/depthwise.c)
+    3x3, stride 1, groups 1, symmetric padding  _C.winograd3x3        ("winograd3x3" family,
+    (inference=True only; no residual)                                when _C.winograd_should_use;
                                                                       U cached: prepared.py)
     everything else (any stride, padding, dilation, groups; 1x1 as a plain GEMM)
                                                 _C.conv2d*            im2col folded into the
                                                                       GEMM's packing (conv.c);
-                                                                      in inference the weight
-                                                                      panels are packed once
-                                                                      (prepared.py)
+                                                                      with inference=True the
+                                                                      weight panels are packed
+                                                                      once (prepared.py)
 
-Winograd F(4x4, 3x3) has ~1e-5 relative error (im2col: ~4e-7); train-mode BatchNorm can
-amplify that into visibly different weight gradients, so Winograd serves inference (grad mode
-off, e.g. under ``no_grad``/``inference_mode``) and training keeps im2col + GEMM.
+``inference`` is the caller's promise that no gradient will be taken through this call (the
+conv Function passes it when it records nothing: under no_grad, or with frozen weights and an
+input that needs no grad). Winograd F(4x4, 3x3) has ~1e-5 relative error (im2col: ~4e-7);
+train-mode BatchNorm can amplify that into visibly different weight gradients, so Winograd
+serves inference only and training keeps im2col + GEMM. Prepacked panels are cached per weight
+and dropped when the weight is written, which training does every step.
+
+The epilogue ``act(conv + bias + residual)`` (act None, "relu", "relu6", "gelu", "gelu_tanh";
+residual None or shaped like the output, ResNet's relu(conv(x) + b + identity)) is applied by
+the GEMM's epilogue on each output tile while it is in cache. The depthwise 3x3 kernel fuses
+only bias + ReLU/ReLU6, so GELU or a residual there goes to the im2col path (whose direct
+depthwise loops take every epilogue); Winograd has no epilogue, so its activation is one
+in-place pass after it.
 
 Anything the kernels do not take (a dtype other than float32, array subclasses) goes to the
 numpy twin; float32 arrays that are not C-contiguous are copied to C order first.
-
-``conv2d_act`` is the fused form: bias, an optional residual shaped like the output (ResNet's
-relu(conv(x) + b + identity)) and an activation (ReLU, ReLU6, GELU, GELU-tanh) applied while
-each output tile is still in cache; the backend contract's conv2d has neither, so it is
-separate. The depthwise 3x3 kernel fuses only bias + ReLU/ReLU6, so GELU or a residual there
-goes to the im2col path (whose direct depthwise loops take every epilogue).
 """
 import numpy as np
-
-from ..autograd.grad_mode import _State
 
 from .. import _C  # ImportError when the extension is not built
 from . import numpy_backend as _ref
 from . import prepared
 
-__all__ = ["KERNELS", "conv2d", "conv2d_act", "conv2d_backward_input",
-           "conv2d_backward_weight"]
+__all__ = ["conv2d", "conv2d_backward_input", "conv2d_backward_weight"]
 
-_HAVE = all(hasattr(_C, n) for n in ("conv2d", "conv2d_backward_input",
-                                      "conv2d_backward_weight"))
-KERNELS = frozenset({"conv2d", "conv2d_backward_input", "conv2d_backward_weight"}) \
-    if _HAVE else frozenset()
-
-
+# sub-families of the conv route; the "conv2d" family itself is checked by the dispatch table
+_DEPTHWISE = "depthwise3x3" in _C.kernels()
+_WINOGRAD = "winograd3x3" in _C.kernels()
 _F32 = np.dtype(np.float32)
+_DEPTHWISE_ACTS = (None, "none", "relu", "relu6")
 
 
 def _native(*arrays):
@@ -64,7 +64,7 @@ def _geom(stride, padding, dilation):
     return tuple(stride), tuple(padding), tuple(dilation)
 
 
-# ---- hooks into the specialised kernels (each guarded: they may not be built) -------------------
+# ---- the choice rules ----------------------------------------------------------------------------
 
 def _depthwise3x3_stride(c_in, w_shape, stride, padding, dilation, groups):
     """The stride (1 or 2) if the depthwise 3x3 kernels apply, else None."""
@@ -80,10 +80,10 @@ def _dw_out(size, s):
 
 
 def _winograd_tile(x_shape, w_shape, stride, padding, dilation, groups):
-    """The Winograd tile (4 or 2) to use for inference, or 0 for im2col: Winograd needs grad
-    mode off, the kernel built, a 3x3 stride-1 groups-1 conv, and its rule to say it wins
-    (with weights transformed once and cached unless caching is off)."""
-    if _State.enabled or not hasattr(_C, "winograd3x3") or groups != 1 or w_shape[2:] != (3, 3):
+    """The Winograd tile (4 or 2) to use for an inference call, or 0 for im2col: Winograd
+    needs the kernel built, a 3x3 stride-1 groups-1 conv, and its rule to say it wins (with
+    weights transformed once and cached unless caching is off)."""
+    if not _WINOGRAD or groups != 1 or w_shape[2:] != (3, 3):
         return 0
     if stride != (1, 1) or dilation != (1, 1):
         return 0
@@ -101,10 +101,10 @@ def _winograd_tile(x_shape, w_shape, stride, padding, dilation, groups):
 
 
 def _packed_weight(w, groups):
-    """For inference (grad mode off), w packed once into the GEMM panels _C.conv2d would
-    build on every call (backend/prepared.py; keyed by the ISA, whose microkernel sets the
-    layout); None in training, or when conv2d packs nothing for w (depthwise-like)."""
-    if _State.enabled or not prepared.enabled() or not hasattr(_C, "conv2d_pack_weight"):
+    """w packed once into the GEMM panels _C.conv2d would build on every call, for inference
+    calls (backend/prepared.py; keyed by the ISA, whose microkernel sets the layout); None
+    when caching is off, or when conv2d packs nothing for w (depthwise-like)."""
+    if not prepared.enabled():
         return None
     if w.size == 0 or (w.shape[1] == 1 and w.shape[0] // groups <= 4):
         return None
@@ -119,45 +119,32 @@ def _winograd_u(w, tile):
 
 # ---- the backend contract ----------------------------------------------------------------------
 
-def conv2d(x, w, bias, stride, padding, dilation, groups):
+def conv2d(x, w, bias, stride, padding, dilation, groups, act=None, residual=None,
+           inference=False):
     """numpy_backend.conv2d (same arguments and result), computed natively."""
-    if not _native(x, w, bias):
-        return _ref.conv2d(x, w, bias, stride, padding, dilation, groups)
-    stride, padding, dilation = _geom(stride, padding, dilation)
-    x, w, bias = _c(x), _c(w), _c(bias)
-    s = _depthwise3x3_stride(x.shape[1], w.shape, stride, padding, dilation, groups)
-    if s is not None and hasattr(_C, "depthwise3x3"):
-        return _C.depthwise3x3(x, w, bias, s)
-    tile = _winograd_tile(x.shape, w.shape, stride, padding, dilation, groups)
-    if tile:
-        return _C.winograd3x3(x, w, bias, padding[0], padding[2], U=_winograd_u(w, tile),
-                              tile=tile)
-    return _C.conv2d(x, w, bias, stride, padding, dilation, groups,
-                     packed_w=_packed_weight(w, groups))
-
-
-def conv2d_act(x, w, bias, stride, padding, dilation, groups, act=None, residual=None):
-    """act(conv2d(...) + residual): act None, "relu", "relu6", "gelu" or "gelu_tanh" and
-    residual None or shaped like the output, both fused into the GEMM's epilogue (float32
-    only; other dtypes run the numpy twin, then the residual and activation after it)."""
-    if act not in _ref.ACTIVATIONS:
-        _ref.epilogue_activation(np.zeros(0, np.float32), act, "conv2d_act")  # raises
-    if not _native(x, w, bias, residual):
-        y = _ref.conv2d(x, w, bias, stride, padding, dilation, groups)
-        if residual is not None:
-            if residual.shape != y.shape:
-                raise ValueError(f"conv2d_act: residual has shape {residual.shape}, expected "
-                                 f"the output's shape {y.shape}")
-            y = y + residual
-        return _ref.epilogue_activation(y, act, "conv2d_act")
+    if act not in _ref.ACTIVATIONS or not _native(x, w, bias, residual):
+        return _ref.conv2d(x, w, bias, stride, padding, dilation, groups, act, residual)
     stride, padding, dilation = _geom(stride, padding, dilation)
     x, w, bias, residual = _c(x), _c(w), _c(bias), _c(residual)
     s = _depthwise3x3_stride(x.shape[1], w.shape, stride, padding, dilation, groups)
-    if (s is not None and hasattr(_C, "depthwise3x3") and residual is None
-            and act in (None, "none", "relu", "relu6")):
+    if s is not None and _DEPTHWISE and residual is None and act in _DEPTHWISE_ACTS:
         return _C.depthwise3x3(x, w, bias, s, act or "none")
+    tile = (_winograd_tile(x.shape, w.shape, stride, padding, dilation, groups)
+            if inference and residual is None else 0)
+    if tile:
+        y = _C.winograd3x3(x, w, bias, padding[0], padding[2], U=_winograd_u(w, tile), tile=tile)
+        return _activate_in_place(y, act)
+    packed = _packed_weight(w, groups) if inference else None
     return _C.conv2d(x, w, bias, stride, padding, dilation, groups, act, residual,
-                     packed_w=_packed_weight(w, groups))
+                     packed_w=packed)
+
+
+def _activate_in_place(y, act):
+    """epilogue_activation(y, act), writing into y where the activation allows it."""
+    if act in ("relu", "relu6"):
+        np.maximum(y, 0, out=y)
+        return np.minimum(y, 6, out=y) if act == "relu6" else y
+    return _ref.epilogue_activation(y, act, "conv2d")
 
 
 def conv2d_backward_input(grad_y, w, x_shape, stride, padding, dilation, groups):
@@ -168,7 +155,7 @@ def conv2d_backward_input(grad_y, w, x_shape, stride, padding, dilation, groups)
     grad_y, w = _c(grad_y), _c(w)
     x_shape = tuple(int(d) for d in x_shape)
     s = _depthwise3x3_stride(x_shape[1], w.shape, stride, padding, dilation, groups)
-    if s is not None and hasattr(_C, "depthwise3x3_backward_input"):
+    if s is not None and _DEPTHWISE:
         h, wd = x_shape[2:]
         if grad_y.shape[2:] == (_dw_out(h, s), _dw_out(wd, s)):
             return _C.depthwise3x3_backward_input(grad_y, w, s, h, wd)
@@ -183,13 +170,8 @@ def conv2d_backward_weight(grad_y, x, w_shape, stride, padding, dilation, groups
     grad_y, x = _c(grad_y), _c(x)
     w_shape = tuple(int(d) for d in w_shape)
     s = _depthwise3x3_stride(x.shape[1], w_shape, stride, padding, dilation, groups)
-    if s is not None and hasattr(_C, "depthwise3x3_backward_weight"):
+    if s is not None and _DEPTHWISE:
         h, wd = x.shape[2:]
         if grad_y.shape[2:] == (_dw_out(h, s), _dw_out(wd, s)):
             return _C.depthwise3x3_backward_weight(grad_y, x, s)
     return _C.conv2d_backward_weight(grad_y, x, w_shape, stride, padding, dilation, groups)
-
-
-if not _HAVE:  # an extension built without conv: only the twin-less names stay importable
-    del conv2d, conv2d_act, conv2d_backward_input, conv2d_backward_weight
-    __all__ = ["KERNELS"]

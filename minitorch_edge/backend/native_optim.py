@@ -7,20 +7,15 @@ that share no memory; anything else (float64 parameters, views, a gradient that 
 parameter, which the binding refuses before writing anything) goes to the numpy twin, so
 behaviour never differs.
 
-Only the functions whose kernels ``_C`` has are defined and listed in ``KERNELS``;
-native_backend merges them in.
+The dispatch table in backend/__init__.py binds them where libmte's "optim" family is built.
 """
 import numpy as np
 
 from . import numpy_backend as _np_backend
 
-try:
-    from .. import _C
-except ImportError:  # extension not built: nothing to offer
-    _C = None
+from .. import _C  # ImportError when the extension is not built
 
-__all__ = []
-KERNELS = frozenset(n for n in ("sgd_step", "adam_step") if _C is not None and hasattr(_C, n))
+__all__ = ["sgd_step", "adam_step"]
 _F32 = np.dtype(np.float32)
 
 

@@ -7,23 +7,16 @@ with PyTorch's window rules (padding at most half the kernel); anything else -- 
 array-likes, parameters the twin accepts but PyTorch does not -- goes to the numpy twin, so
 behaviour never differs. Arrays that are not C-contiguous are copied once.
 
-Only the functions whose kernels ``_C`` has are defined and listed in ``KERNELS``;
-native_backend merges them in.
+The dispatch table in backend/__init__.py binds them where libmte's "pool2d" family is built.
 """
 import operator
 
 import numpy as np
 
+from .. import _C  # ImportError when the extension is not built
 from . import numpy_backend as _np_backend
 
-try:
-    from .. import _C
-except ImportError:  # extension not built: nothing to offer
-    _C = None
-
-__all__ = []
-_NAMES = ("max_pool2d", "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward")
-KERNELS = frozenset(n for n in _NAMES if _C is not None and hasattr(_C, n))
+__all__ = ["max_pool2d", "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward"]
 
 
 def _pair(v):
@@ -79,64 +72,53 @@ def _divisor(divisor_override):
     return d if abs(d) < 2**62 else False
 
 
-if "max_pool2d" in KERNELS:
-    def max_pool2d(x, kernel, stride, padding, dilation, ceil_mode):
-        """numpy_backend.max_pool2d on libmte: (y, int64 flat h*W + w indices)."""
-        xc, win = _f32(x), _window(kernel, stride, padding, dilation)
-        if xc is not None and win is not None:
-            (kh, kw), (sh, sw), (ph, pw), (dh, dw) = win
-            n, c, h, w = xc.shape
-            ho = _np_backend.pool_output_size(h, kh, sh, ph, dh, bool(ceil_mode))
-            wo = _np_backend.pool_output_size(w, kw, sw, pw, dw, bool(ceil_mode))
-            if ho >= 0 and wo >= 0 and (h > 0 and w > 0 or n * c * ho * wo == 0):
-                return _C.max_pool2d(xc, win[0], win[1], win[2], win[3], bool(ceil_mode))
-        return _np_backend.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode)
-
-    __all__.append("max_pool2d")
+def max_pool2d(x, kernel, stride, padding, dilation, ceil_mode):
+    """numpy_backend.max_pool2d on libmte: (y, int64 flat h*W + w indices)."""
+    xc, win = _f32(x), _window(kernel, stride, padding, dilation)
+    if xc is not None and win is not None:
+        (kh, kw), (sh, sw), (ph, pw), (dh, dw) = win
+        n, c, h, w = xc.shape
+        ho = _np_backend.pool_output_size(h, kh, sh, ph, dh, bool(ceil_mode))
+        wo = _np_backend.pool_output_size(w, kw, sw, pw, dw, bool(ceil_mode))
+        if ho >= 0 and wo >= 0 and (h > 0 and w > 0 or n * c * ho * wo == 0):
+            return _C.max_pool2d(xc, win[0], win[1], win[2], win[3], bool(ceil_mode))
+    return _np_backend.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode)
 
 
-if "max_pool2d_backward" in KERNELS:
-    def max_pool2d_backward(grad_y, indices, x_shape):
-        """numpy_backend.max_pool2d_backward on libmte (an index outside its plane raises
-        ValueError)."""
-        gy, shape = _f32(grad_y), _shape4(x_shape)
-        if (gy is not None and shape is not None and type(indices) is np.ndarray
-                and indices.dtype == np.int64 and indices.shape == gy.shape
-                and shape[:2] == gy.shape[:2]):
-            return _C.max_pool2d_backward(gy, np.ascontiguousarray(indices), shape)
-        return _np_backend.max_pool2d_backward(grad_y, indices, x_shape)
-
-    __all__.append("max_pool2d_backward")
+def max_pool2d_backward(grad_y, indices, x_shape):
+    """numpy_backend.max_pool2d_backward on libmte (an index outside its plane raises
+    ValueError)."""
+    gy, shape = _f32(grad_y), _shape4(x_shape)
+    if (gy is not None and shape is not None and type(indices) is np.ndarray
+            and indices.dtype == np.int64 and indices.shape == gy.shape
+            and shape[:2] == gy.shape[:2]):
+        return _C.max_pool2d_backward(gy, np.ascontiguousarray(indices), shape)
+    return _np_backend.max_pool2d_backward(grad_y, indices, x_shape)
 
 
-if "avg_pool2d" in KERNELS:
-    def avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
-        """numpy_backend.avg_pool2d on libmte."""
-        xc, win, div = _f32(x), _window(kernel, stride, padding), _divisor(divisor_override)
-        if xc is not None and win is not None and div is not False:
-            (kh, kw), (sh, sw), (ph, pw), _ = win
-            ho = _np_backend.pool_output_size(xc.shape[2], kh, sh, ph, 1, bool(ceil_mode))
-            wo = _np_backend.pool_output_size(xc.shape[3], kw, sw, pw, 1, bool(ceil_mode))
-            if ho >= 0 and wo >= 0:
-                return _C.avg_pool2d(xc, win[0], win[1], win[2], bool(ceil_mode),
-                                     bool(count_include_pad), div)
-        return _np_backend.avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad,
-                                      divisor_override)
-
-    __all__.append("avg_pool2d")
+def avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    """numpy_backend.avg_pool2d on libmte."""
+    xc, win, div = _f32(x), _window(kernel, stride, padding), _divisor(divisor_override)
+    if xc is not None and win is not None and div is not False:
+        (kh, kw), (sh, sw), (ph, pw), _ = win
+        ho = _np_backend.pool_output_size(xc.shape[2], kh, sh, ph, 1, bool(ceil_mode))
+        wo = _np_backend.pool_output_size(xc.shape[3], kw, sw, pw, 1, bool(ceil_mode))
+        if ho >= 0 and wo >= 0:
+            return _C.avg_pool2d(xc, win[0], win[1], win[2], bool(ceil_mode),
+                                 bool(count_include_pad), div)
+    return _np_backend.avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad,
+                                  divisor_override)
 
 
-if "avg_pool2d_backward" in KERNELS:
-    def avg_pool2d_backward(grad_y, x_shape, kernel, stride, padding, count_include_pad,
-                            divisor_override):
-        """numpy_backend.avg_pool2d_backward on libmte."""
-        gy, shape = _f32(grad_y), _shape4(x_shape)
-        win, div = _window(kernel, stride, padding), _divisor(divisor_override)
-        if gy is not None and shape is not None and win is not None and div is not False \
-                and shape[:2] == gy.shape[:2]:
-            return _C.avg_pool2d_backward(gy, shape, win[0], win[1], win[2],
-                                          bool(count_include_pad), div)
-        return _np_backend.avg_pool2d_backward(grad_y, x_shape, kernel, stride, padding,
-                                               count_include_pad, divisor_override)
+def avg_pool2d_backward(grad_y, x_shape, kernel, stride, padding, count_include_pad,
+                        divisor_override):
+    """numpy_backend.avg_pool2d_backward on libmte."""
+    gy, shape = _f32(grad_y), _shape4(x_shape)
+    win, div = _window(kernel, stride, padding), _divisor(divisor_override)
+    if gy is not None and shape is not None and win is not None and div is not False \
+            and shape[:2] == gy.shape[:2]:
+        return _C.avg_pool2d_backward(gy, shape, win[0], win[1], win[2],
+                                      bool(count_include_pad), div)
+    return _np_backend.avg_pool2d_backward(grad_y, x_shape, kernel, stride, padding,
+                                           count_include_pad, divisor_override)
 
-    __all__.append("avg_pool2d_backward")

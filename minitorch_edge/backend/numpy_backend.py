@@ -1,7 +1,8 @@
 """The numpy backend: the readable reference implementation of every kernel.
 
-Each function takes numpy arrays and returns a numpy array. The native backend
-(native_backend.py) offers the same names with the same results, computed by libmte; tests
+Each function takes numpy arrays and returns a numpy array. The native modules
+(native_gemm.py, native_conv.py, native_pool.py, native_optim.py) offer the same names with the
+same results, computed by libmte; backend/__init__.py's table says which one runs, and tests
 compare the two. Keep this file the one a student reads to learn what a kernel computes.
 """
 import math
@@ -84,13 +85,14 @@ def gemm_epilogue(a, b, bias=None, bias_mode="col", act=None, residual=None, tra
     return epilogue_activation(out, act)
 
 
-def linear(x, w, bias=None):
-    """y = x @ w.T (+ bias): x (rows, in), w (out, in), bias (out,) or None -> (rows, out).
-    One call for a Linear layer's forward (the native twin is one transposed-B GEMM)."""
+def linear(x, w, bias=None, act=None):
+    """y = act(x @ w.T (+ bias)): x (rows, in), w (out, in), bias (out,) or None -> (rows, out);
+    act as in epilogue_activation. One call for a Linear layer's forward, or a Linear and the
+    activation after it (the native twin is one transposed-B GEMM with a fused epilogue)."""
     out = np.matmul(x, w.T)
     if bias is not None:
         out += bias
-    return out
+    return epilogue_activation(out, act, "linear")
 
 
 # ==== convolution ===============================================================================
@@ -163,14 +165,20 @@ def _grad_rows(grad_y, groups):
                                                                       n * ho * wo)
 
 
-def conv2d(x, w, bias, stride, padding, dilation, groups):
-    """2-D cross-correlation (what deep learning calls convolution):
+def conv2d(x, w, bias, stride, padding, dilation, groups, act=None, residual=None,
+           inference=False):
+    """2-D cross-correlation (what deep learning calls convolution), with an optional epilogue:
 
-        y[n, o, r, s] = bias[o] + sum_{c in group(o), i, j}
+        z[n, o, r, s] = bias[o] + sum_{c in group(o), i, j}
                         w[o, c, i, j] * xpad[n, c, r*sh + i*dh, s*sw + j*dw]
+        y = act(z + residual)        (residual: None or shaped like y; act: epilogue_activation)
 
     computed as im2col + one GEMM per group: (O/g, K) @ (K, N*Ho*Wo) with K = C/g*kh*kw.
-    Returns (N, O, Ho, Wo), C-contiguous, in x's dtype."""
+    Returns (N, O, Ho, Wo), C-contiguous, in x's dtype. `inference` (True when no gradient
+    will be taken) lets the native twin take its inference-only paths; here it changes
+    nothing."""
+    if act not in ACTIVATIONS:
+        epilogue_activation(x[:0], act, "conv2d")  # raises the error
     n, _, h, wd = x.shape
     o, _, kh, kw = w.shape
     ho = conv_output_size(h, kh, stride[0], padding[0], padding[1], dilation[0])
@@ -180,7 +188,12 @@ def conv2d(x, w, bias, stride, padding, dilation, groups):
     y = y.reshape(o, n, ho, wo).transpose(1, 0, 2, 3)
     if bias is not None:
         y = y + bias.reshape(1, o, 1, 1)
-    return np.ascontiguousarray(y)
+    if residual is not None:
+        if residual.shape != y.shape:
+            raise ValueError(f"conv2d: residual has shape {residual.shape}, expected the "
+                             f"output's shape {y.shape}")
+        y = y + residual
+    return np.ascontiguousarray(epilogue_activation(y, act, "conv2d"))
 
 
 def conv2d_backward_input(grad_y, w, x_shape, stride, padding, dilation, groups):

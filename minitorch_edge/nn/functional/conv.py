@@ -9,7 +9,7 @@ with w (O, C/groups, kh, kw) is
 with c running over the input channels of o's group. y is linear in x and in w, so its
 gradients are two more convolution-like maps, each a Function here:
 
-    Conv2dFn(x, w, b)          y  = conv(x; w) + b                 (backend.conv2d)
+    Convolution(x, w, b)       y  = conv(x; w) + b                 (backend.conv2d)
     ConvBackwardInput(gy, w)   gx = conv^T(gy; w), the x-adjoint   (backend.conv2d_backward_input)
     ConvBackwardWeight(gy, x)  gw = the w-adjoint applied to gy    (backend.conv2d_backward_weight)
 
@@ -25,7 +25,6 @@ import operator
 
 from ... import backend
 from ...autograd.function import Function
-from ...autograd.grad_mode import _State
 from ...ops._util import shape_str
 
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
@@ -42,25 +41,21 @@ def _crop_to(y, shape):
     return y[:, :, :shape[2], :shape[3]]
 
 
-class Conv2dFn(Function):
+class Convolution(Function):
     """y = conv2d(x, w) + b.  dx = ConvBackwardInput(dy, w), dw = ConvBackwardWeight(dy, x),
     db = dy summed over batch and space."""
     _builtin = True
 
     @staticmethod
     def forward(ctx, x, w, b, geom):
-        args = (x._data, w._data, None if b is None else b._data) + tuple(geom)
-        if ctx.needs_input_grad:
+        recorded = bool(ctx.needs_input_grad)
+        if recorded:
             ctx.geom = geom
             ctx.save_for_backward(x, w)
-            return backend.conv2d(*args)
-        # nothing is recorded (no_grad, or frozen weights and an input without grad): the
-        # backend may take its inference paths (Winograd, prepared weights)
-        prev, _State.enabled = _State.enabled, False
-        try:
-            return backend.conv2d(*args)
-        finally:
-            _State.enabled = prev
+        # nothing recorded (no_grad, or frozen weights and an input without grad): the backend
+        # may take its inference paths (Winograd, prepared weights)
+        return backend.conv2d(x._data, w._data, None if b is None else b._data, *geom,
+                              inference=not recorded)
 
     @staticmethod
     def backward(ctx, grad):
@@ -89,7 +84,7 @@ class ConvBackwardInput(Function):
     def backward(ctx, ggx):
         gy, w = ctx.saved_tensors
         need = ctx.needs_input_grad
-        dgy = _crop_to(Conv2dFn.apply(ggx, w, None, ctx.geom), gy._data.shape) if need[0] \
+        dgy = _crop_to(Convolution.apply(ggx, w, None, ctx.geom), gy._data.shape) if need[0] \
             else None
         dw = ConvBackwardWeight.apply(gy, ggx, w._data.shape, ctx.geom) if need[1] else None
         return dgy, dw, None, None
@@ -111,7 +106,7 @@ class ConvBackwardWeight(Function):
     def backward(ctx, ggw):
         gy, x = ctx.saved_tensors
         need = ctx.needs_input_grad
-        dgy = _crop_to(Conv2dFn.apply(x, ggw, None, ctx.geom), gy._data.shape) if need[0] \
+        dgy = _crop_to(Convolution.apply(x, ggw, None, ctx.geom), gy._data.shape) if need[0] \
             else None
         dx = ConvBackwardInput.apply(gy, ggw, x._data.shape, ctx.geom) if need[1] else None
         return dgy, dx, None, None
@@ -242,7 +237,7 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd, op):
                            f"{tuple(input._data.shape)}, padding {pads})")
     x = input if batched else input.unsqueeze(0)
     x, w = _lift(x, weight, nd)
-    y = Conv2dFn.apply(x, w, bias, _geom(stride, pads, dilation, groups, nd))
+    y = Convolution.apply(x, w, bias, _geom(stride, pads, dilation, groups, nd))
     if nd == 1:
         y = y.squeeze(-2)
     return y if batched else y.squeeze(0)

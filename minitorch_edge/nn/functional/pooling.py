@@ -9,7 +9,7 @@ input range floor(i*L/out) .. ceil((i+1)*L/out) - 1.
 Gradients (each a Function, so double backward works):
 * max pooling: the gradient goes to the element each window picked — a scatter-add by the
   saved indices (MaxPoolScatter); its own backward gathers at those indices.
-* average pooling: the gradient is spread evenly over the window (AvgPool2dBackward), which is
+* average pooling: the gradient is spread evenly over the window (AvgPool2DBackward), which is
   the adjoint of the pooling; so the backward of that is the pooling again.
 * adaptive average pooling is a product with two constant averaging matrices (A_h x A_w^T) and
   differentiates through matmul.
@@ -30,9 +30,10 @@ __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg
 
 
 # ---- the Functions ------------------------------------------------------------------------------
-class MaxPool2dFn(Function):
-    """(y, indices) = max over each window (backend.max_pool2d(x, *params)) or over each
-    adaptive cell (backend.adaptive_max_pool2d(x, *params)). dx = MaxPoolScatter(dy)."""
+class MaxPool2DWithIndices(Function):
+    """(y, indices) = max over each window (backend.max_pool2d(x, *params)) or, for
+    AdaptiveMaxPool2D, over each adaptive cell (backend.adaptive_max_pool2d(x, *params)).
+    dx = MaxPoolScatter(dy)."""
     _builtin = True
 
     @staticmethod
@@ -46,6 +47,10 @@ class MaxPool2dFn(Function):
     def backward(ctx, grad, _grad_indices=None):
         idx, x_shape = ctx.info
         return MaxPoolScatter.apply(grad, idx, x_shape), None, None
+
+
+class AdaptiveMaxPool2D(MaxPool2DWithIndices):
+    """MaxPool2DWithIndices over adaptive cells: the same math, PyTorch's grad_fn name."""
 
 
 class MaxPoolScatter(Function):
@@ -66,8 +71,8 @@ class MaxPoolScatter(Function):
         return ggx.reshape((n * c, h * w)).gather(1, index).reshape(idx.shape), None, None
 
 
-class AvgPool2dFn(Function):
-    """y = window sums / divisor (backend.avg_pool2d). dx = AvgPool2dBackward(dy): dy / divisor
+class AvgPool2D(Function):
+    """y = window sums / divisor (backend.avg_pool2d). dx = AvgPool2DBackward(dy): dy / divisor
     spread over each window."""
     _builtin = True
 
@@ -80,12 +85,12 @@ class AvgPool2dFn(Function):
     @staticmethod
     def backward(ctx, grad):
         x_shape, params = ctx.info
-        return AvgPool2dBackward.apply(grad, x_shape, params), None
+        return AvgPool2DBackward.apply(grad, x_shape, params), None
 
 
-class AvgPool2dBackward(Function):
+class AvgPool2DBackward(Function):
     """gx = the adjoint of average pooling applied to gy. Linear; its adjoint is the pooling:
-    d/dgy = AvgPool2dFn(ggx)."""
+    d/dgy = AvgPool2D(ggx)."""
     _builtin = True
 
     @staticmethod
@@ -98,7 +103,7 @@ class AvgPool2dBackward(Function):
 
     @staticmethod
     def backward(ctx, ggx):
-        return AvgPool2dFn.apply(ggx, ctx.params), None, None
+        return AvgPool2D.apply(ggx, ctx.params), None, None
 
 
 # ---- argument checking --------------------------------------------------------------------------
@@ -174,7 +179,7 @@ def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_i
     k, s, p, d = _window_args(input, kernel_size, stride, padding, dilation, ceil_mode, nd, op)
     params = (_lift(k, nd, 1), _lift(s, nd, 1), _lift(p, nd, 0), _lift(d, nd, 1),
               bool(ceil_mode))
-    y, idx = MaxPool2dFn.apply(_as_4d(input, batched, nd), "max_pool2d", params)
+    y, idx = MaxPool2DWithIndices.apply(_as_4d(input, batched, nd), "max_pool2d", params)
     y, idx = _from_4d(y, batched, nd), _from_4d(idx, batched, nd)
     return (y, idx) if return_indices else y
 
@@ -209,7 +214,7 @@ def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
             raise RuntimeError(f"{op}: divisor_override must not be zero")
     params = (_lift(k, nd, 1), _lift(s, nd, 1), _lift(p, nd, 0), bool(ceil_mode),
               bool(count_include_pad), divisor_override)
-    return _from_4d(AvgPool2dFn.apply(_as_4d(input, batched, nd), params), batched, nd)
+    return _from_4d(AvgPool2D.apply(_as_4d(input, batched, nd), params), batched, nd)
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
@@ -289,7 +294,7 @@ def adaptive_avg_pool1d(input, output_size):
 def _adaptive_max(input, output_size, return_indices, nd, op):
     batched = _check_rank(input, nd, op)
     out = _out_sizes(output_size, tuple(input._data.shape[-nd:]), nd, op)
-    y, idx = MaxPool2dFn.apply(_as_4d(input, batched, nd), "adaptive_max_pool2d",
+    y, idx = AdaptiveMaxPool2D.apply(_as_4d(input, batched, nd), "adaptive_max_pool2d",
                                _lift(out, nd, 1))
     y, idx = _from_4d(y, batched, nd), _from_4d(idx, batched, nd)
     return (y, idx) if return_indices else y

@@ -1,11 +1,14 @@
-"""The native backend: the backend contract's functions, computed by libmte through ``_C``.
+"""Native GEMM kernels: matmul, linear and gemm_epilogue computed by libmte's SGEMM
+(native/src/gemm.c) through ``_C``.
 
-Importing this module raises ImportError when the extension ``minitorch_edge._C`` was not
-built (no compiler at install time); backend/__init__.py then keeps the numpy backend.
+Each function has its numpy twin's name, signature and result (to float32 rounding); the
+dispatch table in backend/__init__.py binds ``backend.<name>`` to it where libmte's "sgemm"
+family is built. Importing this module raises ImportError when ``minitorch_edge._C`` was not
+built at all.
 
-Division of labour (DESIGN.md, "Backend contract"): this file owns everything about shapes,
-strides, views and broadcasting; ``_C`` gets C-contiguous float32 buffers and plain sizes.
-So ``matmul`` here turns any np.matmul call into at most one batched native call:
+Division of labour (README, "Architecture"): this file owns everything about shapes, strides,
+views and broadcasting; ``_C`` gets C-contiguous float32 buffers and plain sizes. So
+``matmul`` here turns any np.matmul call into at most one batched native call:
 
     1-D operands        promoted to matrices, as np.matmul does, and squeezed back after
     batch dimensions    broadcast with np.broadcast_shapes, flattened to one batch axis
@@ -13,21 +16,13 @@ So ``matmul`` here turns any np.matmul call into at most one batched native call
     layout              copied to C order only when an operand is not already C-contiguous
     everything else     (other dtypes, 0-d operands, errors) goes to np.matmul itself, so
                         results, dtypes and error messages are numpy's
-
-``AVAILABLE_KERNELS`` names the backend-contract functions this module accelerates.
 """
 import numpy as np
 
 from .. import _C  # ImportError when the extension is not built
-from .numpy_backend import linear as _np_linear
-
 from . import numpy_backend as _ref
 
-__all__ = ["AVAILABLE_KERNELS", "matmul", "linear", "gemm_epilogue", "info", "set_num_threads",
-           "get_num_threads"]
-
-AVAILABLE_KERNELS = (frozenset({"matmul", "linear", "gemm_epilogue"}) if "sgemm" in _C.kernels()
-                     else frozenset())
+__all__ = ["matmul", "linear", "gemm_epilogue"]
 
 
 def _batched(x, batch_shape, n_batch):
@@ -121,60 +116,21 @@ def gemm_epilogue(a, b, bias=None, bias_mode="col", act=None, residual=None, tra
 _LINEAR_MIN_OUT = 16
 
 
-def linear(x, w, bias=None):
-    """The numpy twin's linear (x @ w.T + bias) as one native GEMM that reads w transposed in
-    place, with the bias added in its epilogue; other dtypes or layouts go to the twin."""
+def linear(x, w, bias=None, act=None):
+    """The numpy twin's linear (act(x @ w.T + bias)) as one native GEMM that reads w
+    transposed in place, with the bias and the activation applied in its epilogue; other
+    dtypes or layouts go to the twin."""
     if (type(x) is not np.ndarray or type(w) is not np.ndarray or x.dtype != np.float32
             or w.dtype != np.float32 or x.ndim != 2 or w.ndim != 2
             or x.shape[1] != w.shape[1] or w.shape[0] < _LINEAR_MIN_OUT
+            or act not in _ref.ACTIVATIONS
             or not (bias is None or (type(bias) is np.ndarray and bias.dtype == np.float32
                                      and bias.shape == w.shape[:1]))):
-        return _np_linear(x, w, bias)
+        return _ref.linear(x, w, bias, act)
     x = np.ascontiguousarray(x)
     bias = None if bias is None else np.ascontiguousarray(bias)
     if w.flags.c_contiguous:
-        return _C.sgemm(x, w, trans_b=True, bias=bias)
+        return _C.sgemm(x, w, trans_b=True, bias=bias, act=act)
     if w.T.flags.c_contiguous:
-        return _C.sgemm(x, w.T, bias=bias)
-    return _np_linear(x, w, bias)
-
-
-def info():
-    """What the native library is and does on this machine."""
-    return {
-        "version": _C.version(),
-        "isa": _C.active_isa(),
-        "cpu_features": list(_C.cpu_features()),
-        "kernels": list(_C.kernels()),
-        "num_threads": _C.get_num_threads(),
-    }
-
-
-def set_num_threads(n):
-    """Threads used by native kernels (OpenMP; 1 when built without it)."""
-    _C.set_num_threads(int(n))
-
-
-def get_num_threads():
-    return _C.get_num_threads()
-
-
-# Kernel families in their own modules (conv, depthwise, winograd, pooling): each defines only
-# the functions its built kernels cover, lists them in KERNELS, and is merged in here.
-from . import native_conv as _native_conv  # noqa: E402
-
-for _name in _native_conv.KERNELS:
-    globals()[_name] = getattr(_native_conv, _name)
-AVAILABLE_KERNELS = AVAILABLE_KERNELS | _native_conv.KERNELS
-
-from . import native_pool as _native_pool  # noqa: E402
-
-for _name in _native_pool.KERNELS:
-    globals()[_name] = getattr(_native_pool, _name)
-AVAILABLE_KERNELS = AVAILABLE_KERNELS | _native_pool.KERNELS
-
-from . import native_optim as _native_optim  # noqa: E402
-
-for _name in _native_optim.KERNELS:
-    globals()[_name] = getattr(_native_optim, _name)
-AVAILABLE_KERNELS = AVAILABLE_KERNELS | _native_optim.KERNELS
+        return _C.sgemm(x, w.T, bias=bias, act=act)
+    return _ref.linear(x, w, bias, act)
