@@ -2,7 +2,7 @@
 
     python bench/gemm_quick.py [sizes...]          (default 256 512 1024)
 
-Speed is a ratio measured in the same run (DESIGN.md): the calls are interleaved, so a
+Speed is a ratio measured in the same run (README, "Benchmarks"): the calls are interleaved, so a
 noisy neighbour slows both sides alike, and the median of many runs is reported. OpenBLAS
 is left to pick its own kernel (OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are dropped from this
 process's environment before numpy loads) and both sides run on one thread.

@@ -147,31 +147,35 @@ def _activate_in_place(y, act):
     return _ref.epilogue_activation(y, act, "conv2d")
 
 
+def _depthwise3x3_backward_stride(x_shape, w_shape, grad_shape, stride, padding, dilation,
+                                  groups):
+    """The stride if a backward pass can use the depthwise 3x3 kernels (built, the shapes
+    they take, and grad_y of exactly their output size), else None."""
+    s = _depthwise3x3_stride(x_shape[1], w_shape, stride, padding, dilation, groups)
+    h, w = x_shape[2:]
+    if s is None or not _DEPTHWISE or tuple(grad_shape[2:]) != (_dw_out(h, s), _dw_out(w, s)):
+        return None
+    return s
+
+
 def conv2d_backward_input(grad_y, w, x_shape, stride, padding, dilation, groups):
     """numpy_backend.conv2d_backward_input, computed natively."""
     if not _native(grad_y, w):
         return _ref.conv2d_backward_input(grad_y, w, x_shape, stride, padding, dilation, groups)
-    stride, padding, dilation = _geom(stride, padding, dilation)
-    grad_y, w = _c(grad_y), _c(w)
-    x_shape = tuple(int(d) for d in x_shape)
-    s = _depthwise3x3_stride(x_shape[1], w.shape, stride, padding, dilation, groups)
-    if s is not None and _DEPTHWISE:
-        h, wd = x_shape[2:]
-        if grad_y.shape[2:] == (_dw_out(h, s), _dw_out(wd, s)):
-            return _C.depthwise3x3_backward_input(grad_y, w, s, h, wd)
-    return _C.conv2d_backward_input(grad_y, w, x_shape, stride, padding, dilation, groups)
+    geom = _geom(stride, padding, dilation) + (groups,)
+    grad_y, w, x_shape = _c(grad_y), _c(w), tuple(int(d) for d in x_shape)
+    s = _depthwise3x3_backward_stride(x_shape, w.shape, grad_y.shape, *geom)
+    if s is not None:
+        return _C.depthwise3x3_backward_input(grad_y, w, s, *x_shape[2:])
+    return _C.conv2d_backward_input(grad_y, w, x_shape, *geom)
 
 
 def conv2d_backward_weight(grad_y, x, w_shape, stride, padding, dilation, groups):
     """numpy_backend.conv2d_backward_weight, computed natively."""
     if not _native(grad_y, x):
         return _ref.conv2d_backward_weight(grad_y, x, w_shape, stride, padding, dilation, groups)
-    stride, padding, dilation = _geom(stride, padding, dilation)
-    grad_y, x = _c(grad_y), _c(x)
-    w_shape = tuple(int(d) for d in w_shape)
-    s = _depthwise3x3_stride(x.shape[1], w_shape, stride, padding, dilation, groups)
-    if s is not None and _DEPTHWISE:
-        h, wd = x.shape[2:]
-        if grad_y.shape[2:] == (_dw_out(h, s), _dw_out(wd, s)):
-            return _C.depthwise3x3_backward_weight(grad_y, x, s)
-    return _C.conv2d_backward_weight(grad_y, x, w_shape, stride, padding, dilation, groups)
+    geom = _geom(stride, padding, dilation) + (groups,)
+    grad_y, x, w_shape = _c(grad_y), _c(x), tuple(int(d) for d in w_shape)
+    s = _depthwise3x3_backward_stride(x.shape, w_shape, grad_y.shape, *geom)
+    return (_C.depthwise3x3_backward_weight(grad_y, x, s) if s is not None
+            else _C.conv2d_backward_weight(grad_y, x, w_shape, *geom))
