@@ -334,8 +334,8 @@ class Tensor:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
         if target is None or target.np == self._data.dtype:
             return self.clone() if copy else self
-        from .ops.elementwise import ToDtype
-        return ToDtype.apply(self, target)
+        from .ops.elementwise import ToCopy
+        return ToCopy.apply(self, target)
 
     def type(self, dtype=None):
         if dtype is None:

@@ -1,14 +1,18 @@
-"""Helpers every op shares: dim normalisation, operand promotion, undoing broadcasting.
+"""Helpers every op shares: dim normalisation, int arguments, operand promotion, undoing
+broadcasting.
 
 `sum_to` is the one place where broadcasting is undone in backward: every binary op reduces its
 incoming gradient to each input's shape with it.
 """
+import operator
+
 import numpy as np
 
 from .. import dtypes as _dt
 from ..tensor import Tensor
 
-__all__ = ["sum_to", "norm_dim", "norm_dims", "operands", "tensor_method", "shape_str", "as_tensor"]
+__all__ = ["sum_to", "norm_dim", "norm_dims", "int_tuple", "ntuple", "operands", "tensor_method",
+           "shape_str", "as_tensor"]
 
 
 def tensor_method(*names):
@@ -47,6 +51,31 @@ def norm_dims(dim, ndim, op="op"):
             raise RuntimeError(f"{op}(): dim {dims} appears multiple times in the list of dims")
         return tuple(sorted(dims)) if ndim else ()
     return (norm_dim(dim, ndim, op),) if ndim else ()
+
+
+def int_tuple(values, op, what="shape"):
+    """A sequence of ints (anything with __index__) -> a tuple of ints; TypeError otherwise."""
+    try:
+        return tuple(operator.index(v) for v in values)
+    except TypeError:
+        raise TypeError(f"{op}(): {what} must be a sequence of ints, got "
+                        f"{tuple(values)!r}") from None
+
+
+def ntuple(value, n, what, op):
+    """An int, or a sequence of 1 or n ints -> a tuple of n ints (kernel_size=3 -> (3, 3))."""
+    try:
+        vals = [operator.index(value)] if not isinstance(value, (tuple, list)) else \
+            [operator.index(v) for v in value]
+    except TypeError:
+        raise TypeError(f"{op}: {what} must be an int or a tuple of {n} ints, got "
+                        f"{value!r}") from None
+    if len(vals) == 1:
+        vals = vals * n
+    if len(vals) != n:
+        raise RuntimeError(f"{op}: expected {what} to be a single int or a tuple of {n} ints, "
+                           f"got {tuple(vals)}")
+    return tuple(vals)
 
 
 def as_tensor(x, like=None):

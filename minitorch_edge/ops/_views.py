@@ -1,9 +1,13 @@
 """The view Functions behind ops/shape.py (and join.py, rearrange.py): autograd ops that move
 or repeat elements without changing them. Each backward is the inverse movement: reshape back,
 sum over the expanded dims, the inverse permutation; `Slice`/`Embed` and
-`Diagonal`/`DiagScatter` are pairs of adjoint linear maps, each one's backward the other, so
+`Diagonal`/`DiagEmbed` are pairs of adjoint linear maps, each one's backward the other, so
 double backward needs nothing more. The argument checking lives in the public functions in
 shape.py.
+
+Class names are PyTorch's grad_fn names (``x.view(6).grad_fn`` is ViewBackward0 in both), so
+one Function can appear under several names: `Squeeze`, `Unsqueeze` are `View`s, `Transpose`
+a `Permute`.
 """
 import numpy as np
 
@@ -13,9 +17,10 @@ from ._util import sum_to
 __all__ = []
 
 
-class Reshape(Function):
+class View(Function):
     """y = x with a new shape (same C-order element sequence).  dx = dy reshaped back.
-    A view when numpy can keep the strides, otherwise a fresh copy."""
+    A view when numpy can keep the strides, otherwise a fresh copy (for reshape() of a
+    non-contiguous tensor, where PyTorch's grad_fn is UnsafeViewBackward0)."""
     _builtin = True
     is_view = True
 
@@ -34,6 +39,14 @@ class Reshape(Function):
     @staticmethod
     def backward(ctx, grad):
         return grad.reshape(ctx.in_shape), None
+
+
+class Squeeze(View):
+    """View without some size-1 dims (squeeze())."""
+
+
+class Unsqueeze(View):
+    """View with a new size-1 dim (unsqueeze())."""
 
 
 class Expand(Function):
@@ -70,6 +83,10 @@ class Permute(Function):
     @staticmethod
     def backward(ctx, grad):
         return Permute.apply(grad, ctx.inverse), None
+
+
+class Transpose(Permute):
+    """Permute that swaps two dims (transpose(), swapaxes(), mT)."""
 
 
 class Slice(Function):
@@ -109,7 +126,7 @@ class Embed(Function):
 
 class Diagonal(Function):
     """y[..., i] = x[..., i, i + offset] over dims (dim1, dim2), which move to the end (a view).
-    dx = dy written onto that diagonal of zeros (DiagScatter)."""
+    dx = dy written onto that diagonal of zeros (DiagEmbed)."""
     _builtin = True
     is_view = True
 
@@ -122,11 +139,12 @@ class Diagonal(Function):
     @staticmethod
     def backward(ctx, grad):
         shape, offset, dim1, dim2 = ctx.info
-        return DiagScatter.apply(grad, shape, offset, dim1, dim2), None, None, None
+        return DiagEmbed.apply(grad, shape, offset, dim1, dim2), None, None, None
 
 
-class DiagScatter(Function):
-    """y = zeros(shape) with diagonal(y, offset, dim1, dim2) = x.  dx = diagonal(dy, ...)."""
+class DiagEmbed(Function):
+    """y = zeros(shape) with diagonal(y, offset, dim1, dim2) = x (diag_embed(), diag() of a
+    vector).  dx = diagonal(dy, ...)."""
     _builtin = True
 
     @staticmethod
@@ -149,16 +167,3 @@ def _diag_view(x, offset, dim1, dim2):
     if x.flags.writeable:
         d.flags.writeable = True
     return d
-
-
-class Contiguous(Function):
-    """y = a C-ordered copy of x.  dy/dx = 1."""
-    _builtin = True
-
-    @staticmethod
-    def forward(ctx, a):
-        return np.array(a._data, order="C")
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad

@@ -197,6 +197,10 @@ class Elu(Function):
         return _pick(ctx.mask, grad * scale, neg), None, None, None
 
 
+class Celu(Elu):
+    """Elu with input scale 1/alpha (celu())."""
+
+
 # ---- smooth gates and softplus ------------------------------------------------------------------
 class Gelu(Function):
     """y = x * Phi(x), Phi the standard normal CDF: Phi(x) = (1 + erf(x/sqrt2)) / 2.
@@ -272,7 +276,7 @@ class Softplus(Function):
         return _pick(ctx.mask, grad, grad * sigmoid(x * ctx.beta)), None, None
 
 
-class Logsigmoid(Function):
+class LogSigmoid(Function):
     """y = log sigmoid(x) = -softplus(-x).  dy/dx = sigmoid(-x) = 1 - sigmoid(x)."""
     _builtin = True
 
@@ -367,7 +371,7 @@ def celu(input, alpha=1.0, inplace=False):
     _check(input, "celu")
     if alpha == 0:
         raise RuntimeError("celu(): alpha cannot be 0 (it divides x); use alpha != 0")
-    return _run(input, inplace, "celu", Elu.apply, float(alpha), 1.0, 1.0 / alpha)
+    return _run(input, inplace, "celu", Celu.apply, float(alpha), 1.0, 1.0 / alpha)
 
 
 def gelu(input, approximate="none"):
@@ -410,9 +414,9 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 
 def logsigmoid(input):
-    """log(sigmoid(x)), computed without overflow; see Logsigmoid."""
+    """log(sigmoid(x)), computed without overflow; see LogSigmoid."""
     _check(input, "logsigmoid")
-    return Logsigmoid.apply(input)
+    return LogSigmoid.apply(input)
 
 
 def softsign(input):

@@ -1,8 +1,8 @@
 """Running reductions (scans) along one dim: cumsum and cumprod.
 
 y_i combines x_0..x_i. The adjoint of a running sum is a running sum taken from the other end
-(`RevCumSum`), so cumsum's backward is a reversed cumsum and vice versa: both are Functions,
-so gradients of any order flow. cumprod's backward reuses them (see CumProd for zeros).
+(`ReverseCumsum`), so cumsum's backward is a reversed cumsum and vice versa: both are Functions,
+so gradients of any order flow. cumprod's backward reuses them (see Cumprod for zeros).
 """
 import numpy as np
 
@@ -22,8 +22,8 @@ def _scan_dtype(x, dtype):
     return x.astype(np.int64) if x.dtype.kind in "biu" else x
 
 
-class CumSum(Function):
-    """y_i = x_0 + ... + x_i along dim.  dx = reversed cumsum of dy (RevCumSum)."""
+class Cumsum(Function):
+    """y_i = x_0 + ... + x_i along dim.  dx = reversed cumsum of dy (ReverseCumsum)."""
     _builtin = True
 
     @staticmethod
@@ -37,10 +37,10 @@ class CumSum(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return RevCumSum.apply(grad, ctx.dim), None, None
+        return ReverseCumsum.apply(grad, ctx.dim), None, None
 
 
-class RevCumSum(Function):
+class ReverseCumsum(Function):
     """y_i = x_i + ... + x_(n-1) along dim (the adjoint of cumsum).  dx = cumsum of dy."""
     _builtin = True
 
@@ -55,10 +55,10 @@ class RevCumSum(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return CumSum.apply(grad, ctx.dim, None), None
+        return Cumsum.apply(grad, ctx.dim, None), None
 
 
-class CumProd(Function):
+class Cumprod(Function):
     """y_i = x_0 * ... * x_i along dim.  Without zeros dx = revcumsum(dy * y) / x.
     With zeros (k = the first zero of a slice): positions before k use the same formula,
     position k gets revcumsum(dy * z) with z = cumprod of x with x_k replaced by 1, positions
@@ -84,27 +84,27 @@ class CumProd(Function):
         xd = x._data
         zero = xd == 0
         if xd.ndim == 0 or not zero.any():
-            return RevCumSum.apply(grad * y, dim) / x, None, None
+            return ReverseCumsum.apply(grad * y, dim) / x, None, None
         pos = np.arange(xd.shape[dim]).reshape([-1 if d == dim else 1 for d in range(xd.ndim)])
         has = zero.any(axis=dim, keepdims=True)
         first = np.where(has, np.argmax(zero, axis=dim, keepdims=True), xd.shape[dim])
         before, at = Tensor._make(pos < first), Tensor._make(pos == first)
         xs = where(Tensor._make(zero), 1.0, x)
-        z = CumProd.apply(where(at, 1.0, x), dim, None)
-        g = where(before, RevCumSum.apply(grad * y, dim) / xs,
-                  where(at, RevCumSum.apply(grad * z, dim), 0.0))
+        z = Cumprod.apply(where(at, 1.0, x), dim, None)
+        g = where(before, ReverseCumsum.apply(grad * y, dim) / xs,
+                  where(at, ReverseCumsum.apply(grad * z, dim), 0.0))
         return g, None, None
 
 
 @tensor_method("cumsum")
 def cumsum(input, dim, dtype=None):
     """Running sum along `dim` (required). Integers accumulate in int64."""
-    return CumSum.apply(input, norm_dim(dim, input._data.ndim, "cumsum"),
+    return Cumsum.apply(input, norm_dim(dim, input._data.ndim, "cumsum"),
                         None if dtype is None else _dt.to_dtype(dtype))
 
 
 @tensor_method("cumprod")
 def cumprod(input, dim, dtype=None):
     """Running product along `dim` (required). Integers accumulate in int64."""
-    return CumProd.apply(input, norm_dim(dim, input._data.ndim, "cumprod"),
+    return Cumprod.apply(input, norm_dim(dim, input._data.ndim, "cumprod"),
                          None if dtype is None else _dt.to_dtype(dtype))

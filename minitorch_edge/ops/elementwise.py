@@ -69,6 +69,10 @@ class Sub(_Binary):
         return (sum_to(grad, sa) if need[0] else None), (sum_to(-grad, sb) if need[1] else None)
 
 
+class Rsub(Sub):
+    """Sub with its operands swapped by the caller: rsub(x, y) = y - x, and number - tensor."""
+
+
 class Mul(_Binary):
     """y = a * b.  dy/da = b, dy/db = a.  (Each operand is saved only if the *other* one needs
     a gradient, as PyTorch does, so ``h[1] = h[1] * 3`` does not trip the version check.)"""
@@ -315,8 +319,9 @@ class Lerp(Function):
                (sum_to(grad * (b - a), sw) if len(need) > 2 and need[2] else None)
 
 
-class ToDtype(Function):
-    """Cast to another dtype; the gradient is cast back (only between floating types)."""
+class ToCopy(Function):
+    """Cast to another dtype (to(dtype), .double(), ...); the gradient is cast back (only
+    between floating types)."""
     _builtin = True
 
     @staticmethod
@@ -360,7 +365,7 @@ def sub(input, other, alpha=1):
 
 
 def rsub(input, other, alpha=1):
-    return Sub.apply(other, input if alpha == 1 else input * alpha)
+    return Rsub.apply(other, input if alpha == 1 else input * alpha)
 
 
 def mul(input, other):
@@ -452,7 +457,7 @@ def _reflected(cls):
 Tensor.__add__ = lambda self, other: Add.apply(self, other)
 Tensor.__radd__ = _reflected(Add)
 Tensor.__sub__ = lambda self, other: Sub.apply(self, other)
-Tensor.__rsub__ = _reflected(Sub)
+Tensor.__rsub__ = _reflected(Rsub)
 Tensor.__mul__ = lambda self, other: Mul.apply(self, other)
 Tensor.__rmul__ = _reflected(Mul)
 Tensor.__truediv__ = lambda self, other: Div.apply(self, other)

@@ -31,7 +31,7 @@ _BAD_DTYPE = "tensors used as indices must be long, int, byte or bool tensors"
 
 
 # ---- turning an index expression into numpy indices ---------------------------------------
-class Index:
+class IndexSpec:
     """A validated index: ``arr[self.basic]`` is a numpy view (ints, slices, None); when
     ``self.advanced`` is not None, ``view[self.advanced]`` (slices and integer arrays) gives the
     result. `get` reads, `put` writes into a numpy array in place."""
@@ -75,7 +75,7 @@ class Index:
             v[self.advanced] = values
 
     def __repr__(self):
-        return f"Index(basic={self.basic}, advanced={self.advanced})"
+        return f"IndexSpec(basic={self.basic}, advanced={self.advanced})"
 
 
 def _advanced_shape(shape, adv):
@@ -159,7 +159,7 @@ def _oob(value, dim, size):
 
 
 def normalize_index(input_shape, index):
-    """Validate an index expression for a tensor of `input_shape` and return an `Index`.
+    """Validate an index expression for a tensor of `input_shape` and return an `IndexSpec`.
 
     Accepts what ``Tensor.__getitem__`` accepts: ints (negative too), slices with positive
     steps, None, Ellipsis, Python bools, integer (int64/int32) or bool Tensors, numpy arrays and
@@ -168,7 +168,7 @@ def normalize_index(input_shape, index):
     ``idx.get(arr)`` == PyTorch's ``x[index]`` on the numpy array, ``idx.put(arr, v)`` its
     assignment; ``idx.is_view`` says whether ``get`` returns a view.
     """
-    if isinstance(index, Index):
+    if isinstance(index, IndexSpec):
         return index
     shape = tuple(input_shape)
     ndim = len(shape)
@@ -241,13 +241,15 @@ def normalize_index(input_shape, index):
             shapes = ", ".join(str(list(a.shape)) for a in arrays)
             raise IndexError(f"shape mismatch: indexing tensors could not be broadcast together "
                              f"with shapes {shapes}") from None
-    return Index(tuple(basic) + (Ellipsis,), tuple(adv) if arrays else None, shape)
+    return IndexSpec(tuple(basic) + (Ellipsis,), tuple(adv) if arrays else None, shape)
 
 
 # ---- x[index] and index_put ------------------------------------------------------------------
-class GetItemView(Function):
+class Select(Function):
     """y = x[ints, slices, None, ...]: a numpy view of x (shares x's memory and version).
-    dx = zeros(x.shape) with dy written at the indexed positions (IndexAccumulate)."""
+    dx = zeros(x.shape) with dy written at the indexed positions (IndexAccumulate).
+    Named after PyTorch's grad_fn of x[int] (SelectBackward0); for x[slice] and x[None] PyTorch
+    records SliceBackward0 and UnsqueezeBackward0 instead."""
     _builtin = True
     is_view = True
 
@@ -262,10 +264,14 @@ class GetItemView(Function):
         return IndexAccumulate.apply(grad, ctx.idx), None
 
 
-class GetItem(GetItemView):
+class Index(Select):
     """y = x[index] with integer/bool arrays (advanced indexing): a copy.
     dx = zeros(x.shape) with dy *added* at the indexed positions (repeats accumulate)."""
     is_view = False
+
+
+class Take(Index):
+    """Index of the flattened input (take())."""
 
 
 class IndexAccumulate(Function):
@@ -318,8 +324,12 @@ class IndexPut(Function):
         return g_in, None, g_v, None
 
 
+class IndexFill(IndexPut):
+    """IndexPut of one value at whole slices along a dim (index_fill())."""
+
+
 def _getitem(t, idx):
-    return (GetItemView if idx.is_view else GetItem).apply(t, idx)
+    return (Select if idx.is_view else Index).apply(t, idx)
 
 
 def getitem(input, index):
@@ -394,11 +404,11 @@ def index_fill(input, dim, index, value):
         raise RuntimeError(f"index_fill(): only supports a 0-dimensional value tensor, but got "
                            f"tensor with {value._data.ndim} dimension(s).")
     lead = (slice(None),) * dim
-    idx = Index(lead + (None,) * (x.ndim == 0) + (Ellipsis,),
-                lead + (i.reshape(-1).astype(np.intp),), x.shape)
+    idx = IndexSpec(lead + (None,) * (x.ndim == 0) + (Ellipsis,),
+                    lead + (i.reshape(-1).astype(np.intp),), x.shape)
     if isinstance(value, Tensor):
         value = value.to(input.dtype)
-    return IndexPut.apply(input, idx, value, False)
+    return IndexFill.apply(input, idx, value, False)
 
 
 def _mask_shape(input, mask, op):
@@ -451,10 +461,10 @@ class MaskedSelect(Function):
 
 
 def _mask_index(m):
-    """The Index of the True positions of bool array m (for 0-d m: [0] or [] on a new dim)."""
+    """The IndexSpec of the True positions of bool array m (for 0-d m: [0] or [] on a new dim)."""
     if m.ndim == 0:
-        return Index((None, Ellipsis), (np.zeros(int(m), np.intp),), ())
-    return Index((Ellipsis,), np.nonzero(m), m.shape)
+        return IndexSpec((None, Ellipsis), (np.zeros(int(m), np.intp),), ())
+    return IndexSpec((Ellipsis,), np.nonzero(m), m.shape)
 
 
 @tensor_method("masked_fill")
@@ -490,4 +500,4 @@ def take(input, index):
         bad = int(i.max()) if int(i.max()) >= n else int(i.min())
         raise IndexError(f"take(): out of range: tried to access index {bad} on a tensor of {n} "
                          f"elements.")
-    return _getitem(input.reshape(-1), Index((Ellipsis,), (i.astype(np.intp),), (n,)))
+    return Take.apply(input.reshape(-1), IndexSpec((Ellipsis,), (i.astype(np.intp),), (n,)))

@@ -13,9 +13,9 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.function import Function
 from ..tensor import Tensor
-from ._util import norm_dim, shape_str, tensor_method
-from ._views import Embed, Reshape, Slice
-from .shape import _ints, _shape_args, unsqueeze
+from ._util import int_tuple, norm_dim, shape_str, tensor_method
+from ._views import Embed, Slice, View
+from .shape import _shape_args, unsqueeze
 
 __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_stack", "dstack",
            "column_stack", "atleast_1d", "atleast_2d", "atleast_3d", "split", "tensor_split",
@@ -64,6 +64,10 @@ class Cat(Function):
         return tuple(grads)
 
 
+class Stack(Cat):
+    """Cat of the inputs, each unsqueezed at `dim` first (stack())."""
+
+
 def _skip(x):
     """PyTorch's legacy rule: a 1-D tensor with no elements is left out of cat."""
     return x.ndim == 1 and x.size == 0
@@ -85,7 +89,11 @@ def _tensor_list(tensors, op):
 def cat(tensors, dim=0, *, out=None):
     """Join tensors along an existing dim; dtypes promote as PyTorch's (e.g. int32 with float32
     gives float32). As PyTorch, 1-D tensors with no elements are skipped whatever their shape."""
-    tensors = _tensor_list(tensors, "cat")
+    return _cat(_tensor_list(tensors, "cat"), dim, Cat)
+
+
+def _cat(tensors, dim, fn):
+    """cat's checks and dtype promotion, then the Function `fn` (Cat, or Stack for stack())."""
     dtype = tensors[0].dtype
     for i, t in enumerate(tensors):
         if t._data.ndim == 0:
@@ -106,7 +114,7 @@ def cat(tensors, dim=0, *, out=None):
                     f"cat(): sizes of tensors must match except in dimension {d}: tensor "
                     f"{ref_i} has shape {tuple(ref)} but tensor {i} has shape {tuple(shape)} "
                     f"(expected size {ref[k]} but got size {shape[k]} in dimension {k})")
-    return Cat.apply(d, dtype.np, *tensors)
+    return fn.apply(d, dtype.np, *tensors)
 
 
 concat = concatenate = cat
@@ -121,7 +129,7 @@ def stack(tensors, dim=0, *, out=None):
             raise RuntimeError(f"stack(): expects each tensor to be equal size, but got "
                                f"{list(shape)} at entry 0 and {list(t._data.shape)} at entry {i}")
     d = norm_dim(dim, len(shape) + 1, "stack")
-    return cat([unsqueeze(t, d) for t in tensors], d)
+    return _cat([unsqueeze(t, d) for t in tensors], d, Stack)
 
 
 def hstack(tensors):
@@ -146,7 +154,7 @@ def dstack(tensors):
 def column_stack(tensors):
     """Join along dim 1, 0-d and 1-D tensors becoming columns."""
     tensors = _tensor_list(tensors, "column_stack")
-    cols = [Reshape.apply(t, (t._data.size, 1)) if t._data.ndim <= 1 else t for t in tensors]
+    cols = [View.apply(t, (t._data.size, 1)) if t._data.ndim <= 1 else t for t in tensors]
     return cat(cols, 1)
 
 
@@ -158,11 +166,11 @@ def _atleast(n, tensors):
         if len(shape) >= n:
             out.append(x)
         elif len(shape) == 0:
-            out.append(Reshape.apply(x, (1,) * n))
+            out.append(View.apply(x, (1,) * n))
         elif len(shape) == 1:
-            out.append(Reshape.apply(x, ((1,) + shape + (1,))[:n]))
+            out.append(View.apply(x, ((1,) + shape + (1,))[:n]))
         else:                                # 2-D to 3-D
-            out.append(Reshape.apply(x, shape + (1,)))
+            out.append(View.apply(x, shape + (1,)))
     return out
 
 
@@ -216,6 +224,10 @@ class Split(Function):
         return total, None, None
 
 
+class SplitWithSizes(Split):
+    """Split into pieces of the given sizes (split() with a list)."""
+
+
 class Unbind(Function):
     """(y_0, y_1, ...) = x[..., i, ...] for each i along `dim` (views, one dim fewer).
     dx = stack of the gradients along `dim`."""
@@ -258,19 +270,20 @@ def split(tensor, split_size_or_sections, dim=0):
     d = _dim_of_1d_or_more(shape, dim, "split")
     n = shape[d]
     if isinstance(split_size_or_sections, (list, tuple)):
-        sizes = _ints(split_size_or_sections, "split", "split_sizes")
+        sizes = int_tuple(split_size_or_sections, "split", "split_sizes")
         if any(s < 0 for s in sizes) or sum(sizes) != n:
             raise RuntimeError(f"split_with_sizes(): expects split_sizes to be non-negative and to "
                                f"sum exactly to {n} (the input's size at dim {d}, shape "
                                f"{shape_str(shape)}), but got split_sizes={list(sizes)}")
-        bounds = _consecutive(sizes)
+        bounds, fn = _consecutive(sizes), SplitWithSizes
     else:
         size = operator.index(split_size_or_sections)
         if size < 0 or (size == 0 and n > 0):
             raise RuntimeError(f"split(): split_size can only be 0 if dimension size is 0, and "
                                f"never negative; got split_size={size} for dim {d} of size {n}")
         bounds = tuple((s, min(s + size, n)) for s in range(0, n, size)) if n else ((0, 0),)
-    return Split.apply(tensor, d, bounds)
+        fn = Split
+    return fn.apply(tensor, d, bounds)
 
 
 @tensor_method("tensor_split")
@@ -284,7 +297,7 @@ def tensor_split(input, indices_or_sections, dim=0):
     if isinstance(spec, Tensor):
         spec = spec._data.item() if spec._data.ndim == 0 else spec._data.tolist()
     if isinstance(spec, (list, tuple)):
-        cuts = [0] + list(_ints(spec, "tensor_split", "indices")) + [n]
+        cuts = [0] + list(int_tuple(spec, "tensor_split", "indices")) + [n]
         bounds = []
         for a, b in zip(cuts[:-1], cuts[1:]):
             s, e, _ = slice(a, b).indices(n)
@@ -348,7 +361,7 @@ class Repeat(Function):
 def repeat(input, *sizes):
     """Tile `input` sizes[i] times along dim i (PyTorch's repeat, numpy's tile: elements are
     not interleaved); len(sizes) >= input.ndim, extra sizes add leading dims."""
-    sizes = _ints(_shape_args(sizes), "repeat", "sizes")
+    sizes = int_tuple(_shape_args(sizes), "repeat", "sizes")
     shape = input._data.shape
     if len(sizes) < len(shape):
         raise RuntimeError(f"repeat(): number of dimensions of repeat dims ({len(sizes)}) can not "
@@ -362,5 +375,5 @@ def repeat(input, *sizes):
 @tensor_method("tile")
 def tile(input, *dims):
     """repeat() where missing leading repeats count as 1 (dims may be shorter than ndim)."""
-    dims = _ints(_shape_args(dims), "tile", "dims")
+    dims = int_tuple(_shape_args(dims), "tile", "dims")
     return repeat(input, (1,) * (input._data.ndim - len(dims)) + dims)

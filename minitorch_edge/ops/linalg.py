@@ -11,7 +11,9 @@ made a matrix (a vector on the left becomes a 1xK row, on the right a Kx1 column
 dim is dropped from the result, exactly as in PyTorch; backward reshapes the same way. Because
 the backward uses matmul itself, gradients of gradients work.
 
-mm, bmm, mv and dot check their stricter shapes and then run the same MatMul. tensordot, inner
+mm, bmm, mv and dot check their stricter shapes and then run the same product, under each one's
+PyTorch grad_fn name (`Mm`, `Bmm`, `Mv`, `Dot`; matmul is `Mm`, or `Mv`/`Dot` for those shapes;
+PyTorch's batched matmul records UnsafeViewBackward0, a reshape of its result). tensordot, inner
 and cross are einsum equations (see einsum.py); outer and kron are broadcast products.
 """
 import numpy as np
@@ -80,7 +82,7 @@ class SwapLast(Function):
         return SwapLast.apply(grad)
 
 
-class MatMul(Function):
+class Mm(Function):
     """C = A @ B (np.matmul semantics; computed by backend.matmul).
     dA = dC @ B^T, dB = A^T @ dC, summed over broadcast batch dims; vectors as 1xK / Kx1."""
     _builtin = True
@@ -101,18 +103,30 @@ class MatMul(Function):
         G = grad.reshape(np.broadcast_shapes(SA[:-2], SB[:-2]) + (SA[-2], SB[-1]))
         ga = gb = None
         if ctx.needs_input_grad[0]:
-            ga = sum_to(MatMul.apply(G, SwapLast.apply(B)), SA).reshape(sa)
+            ga = sum_to(Mm.apply(G, SwapLast.apply(B)), SA).reshape(sa)
         if ctx.needs_input_grad[1]:
             if len(SB) == 2 and len(SA) > 2:
                 # B was shared by every batch (a Linear layer): fold the batch into the rows,
                 # one (K x rows) @ (rows x N) product instead of a batch of them summed after
                 rows = int(np.prod(SA[:-1]))
-                gb = MatMul.apply(SwapLast.apply(A.reshape(rows, SA[-1])),
+                gb = Mm.apply(SwapLast.apply(A.reshape(rows, SA[-1])),
                                   G.reshape(rows, SB[-1]))
             else:
-                gb = sum_to(MatMul.apply(SwapLast.apply(A), G), SB)
+                gb = sum_to(Mm.apply(SwapLast.apply(A), G), SB)
             gb = gb.reshape(sb)
         return ga, gb
+
+
+class Bmm(Mm):
+    """Mm of two batches of matrices (bmm())."""
+
+
+class Mv(Mm):
+    """Mm of a matrix and a vector (mv())."""
+
+
+class Dot(Mm):
+    """Mm of two vectors (dot())."""
 
 
 # ---- the products ------------------------------------------------------------------------------
@@ -124,7 +138,8 @@ def matmul(input, other):
     operands need the same dtype (integers stay integers)."""
     _tensors("matmul", ("input", input), ("other", other))
     _check_matmul(input, other, "matmul")
-    return MatMul.apply(input, other)
+    fn = {(1, 1): Dot, (2, 1): Mv}.get((input._data.ndim, other._data.ndim), Mm)
+    return fn.apply(input, other)
 
 
 def _matmul_op(self, other):
@@ -154,7 +169,7 @@ def mm(input, mat2):
     _tensors("mm", ("input", input), ("mat2", mat2))
     _ndims("mm", (2, 2), input, mat2)
     _check_matmul(input, mat2, "mm")
-    return MatMul.apply(input, mat2)
+    return Mm.apply(input, mat2)
 
 
 def _check_bmm(input, mat2, op):
@@ -171,7 +186,7 @@ def bmm(input, mat2):
     """Batched matrix product: (B, n, m) @ (B, m, p) -> (B, n, p), equal batch sizes."""
     _tensors("bmm", ("input", input), ("mat2", mat2))
     _check_bmm(input, mat2, "bmm")
-    return MatMul.apply(input, mat2)
+    return Bmm.apply(input, mat2)
 
 
 @tensor_method("mv")
@@ -180,7 +195,7 @@ def mv(input, vec):
     _tensors("mv", ("input", input), ("vec", vec))
     _ndims("mv", (2, 1), input, vec)
     _check_matmul(input, vec, "mv")
-    return MatMul.apply(input, vec)
+    return Mv.apply(input, vec)
 
 
 @tensor_method("dot")
@@ -193,7 +208,7 @@ def dot(input, other):
     if n != m:
         raise RuntimeError(f"dot: expected both vectors to have the same number of elements, "
                            f"but got {n} and {m}")
-    return MatMul.apply(input, other)
+    return Dot.apply(input, other)
 
 
 @tensor_method("vdot")
@@ -261,7 +276,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     _check_matmul(mat1, mat2, "addmm")
     _same_dtype("addmm", input, mat1)
     _check_addend(input, (mat1._data.shape[0], mat2._data.shape[1]), "addmm")
-    return _add_scaled(input, MatMul.apply(mat1, mat2), beta, alpha)
+    return _add_scaled(input, Mm.apply(mat1, mat2), beta, alpha)
 
 
 @tensor_method("baddbmm")
@@ -272,7 +287,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     _same_dtype("baddbmm", input, batch1)
     sa, sb = batch1._data.shape, batch2._data.shape
     _check_addend(input, (sa[0], sa[1], sb[2]), "baddbmm")
-    return _add_scaled(input, MatMul.apply(batch1, batch2), beta, alpha)
+    return _add_scaled(input, Mm.apply(batch1, batch2), beta, alpha)
 
 
 _L = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"

@@ -11,6 +11,10 @@ from. Two conventions, both PyTorch's:
 In both cases the mask is a constant built with numpy, and the backward is ``grad * mask``, so
 it can be differentiated again. NaN propagates: a slice holding NaN gives NaN and the index of
 its first NaN. Reducing over an empty dim is an error (there is no identity element).
+
+max, min and median are two Functions each (the whole tensor, along a dim), both named after
+the op: PyTorch records both overloads under one name (``x.max().grad_fn`` is MaxBackward1,
+``x.max(0).values.grad_fn`` MaxBackward0), and a Node's name is its Function's class name.
 """
 import collections
 
@@ -46,7 +50,7 @@ def _same(x, y):
 
 
 # ---- whole-tensor and multi-dim values: amax/amin, max()/min() ---------------------------------
-class AMax(Function):
+class Amax(Function):
     """y = max of x over dims.  dy/dx = 1/k at each of the k elements equal to y, else 0
     (for amax a NaN result gives NaN gradients, as PyTorch; max() splits among the NaNs)."""
     _builtin = True
@@ -77,15 +81,15 @@ class AMax(Function):
         return _grad_back(grad, shape, dims, keepdim) * _const(w, grad), None, None
 
 
-class AMin(AMax):
+class Amin(Amax):
     _np = staticmethod(np.amin)
 
 
-class MaxAll(AMax):
+class MaxAll(Amax):
     nan_ties = True
 
 
-class MinAll(AMin):
+class MinAll(Amin):
     nan_ties = True
 
 
@@ -100,13 +104,13 @@ def _amax_dims(op, input, dim):
 @tensor_method("amax")
 def amax(input, dim=(), keepdim=False):
     """Largest value over `dim` (int or tuple; () or None -> all). Ties share the gradient."""
-    return AMax.apply(input, _amax_dims("amax", input, dim), keepdim)
+    return Amax.apply(input, _amax_dims("amax", input, dim), keepdim)
 
 
 @tensor_method("amin")
 def amin(input, dim=(), keepdim=False):
     """Smallest value over `dim` (int or tuple; () or None -> all). Ties share the gradient."""
-    return AMin.apply(input, _amax_dims("amin", input, dim), keepdim)
+    return Amin.apply(input, _amax_dims("amin", input, dim), keepdim)
 
 
 # ---- along one dim, with the index: max(dim)/min(dim)/median(dim) ----------------------------
@@ -251,6 +255,11 @@ class MedianAll(Function):
         with np.errstate(invalid="ignore", divide="ignore"):
             w = hit / hit.sum()
         return grad.expand(x._data.shape) * _const(w, grad)
+
+
+for _fn, _name in ((MaxAll, "Max"), (MaxDim, "Max"), (MinAll, "Min"), (MinDim, "Min"),
+                   (MedianAll, "Median"), (MedianDim, "Median")):
+    _fn.__name__ = _fn.__qualname__ = _name   # the grad_fn names (see the module docstring)
 
 
 @tensor_method("median")

@@ -2,9 +2,9 @@
 repeat_interleave, tril/triu, diag/diag_embed.
 
 Each is a linear map of the input, so each backward is the adjoint map applied to the gradient:
-flip and roll undo themselves, tril keeps the same triangle, a gather along a dim (`Take`, used
-by repeat_interleave and the reflect/replicate/circular pads) becomes a scatter-add
-(`ScatterAdd`) and back, and the constant pad is undone by slicing.
+flip and roll undo themselves, tril keeps the same triangle, a gather of slices along a dim
+(`Reindex`, used by repeat_interleave and the reflect/replicate/circular pads) becomes a
+scatter-add of them (`ReindexBackward`) and back, and the constant pad is undone by slicing.
 """
 import operator
 
@@ -12,9 +12,10 @@ import numpy as np
 
 from ..autograd.function import Function
 from ..tensor import Tensor
-from ._util import norm_dim, norm_dims, shape_str, tensor_method
-from ._views import Contiguous, DiagScatter, Diagonal, Embed, Reshape, Slice
-from .shape import _diag_dims, _ints, _shape_args, transpose
+from ._util import int_tuple, norm_dim, norm_dims, shape_str, tensor_method
+from ._views import DiagEmbed, Diagonal, Embed, Slice, View
+from .elementwise import Clone
+from .shape import _diag_dims, _shape_args, transpose
 
 __all__ = ["flip", "fliplr", "flipud", "rot90", "roll", "pad", "repeat_interleave", "tril",
            "triu", "diag", "diag_embed"]
@@ -52,9 +53,9 @@ class Roll(Function):
         return Roll.apply(grad, tuple(-s for s in shifts), dims), None, None
 
 
-class Take(Function):
-    """y = x gathered along `dim` at the constant positions `index` (y.shape[dim] = len(index)).
-    dx = dy scatter-added back to those positions (ScatterAdd)."""
+class Reindex(Function):
+    """y = x gathered along `dim` at the constant positions `index` (y.shape[dim] = len(index);
+    np.take).  dx = dy scatter-added back to those positions (ReindexBackward)."""
     _builtin = True
 
     @staticmethod
@@ -66,11 +67,12 @@ class Take(Function):
     @staticmethod
     def backward(ctx, grad):
         dim, index, n = ctx.info
-        return ScatterAdd.apply(grad, dim, index, n), None, None
+        return ReindexBackward.apply(grad, dim, index, n), None, None
 
 
-class ScatterAdd(Function):
-    """y = zeros with n slots along `dim`; y[index[j]] += x[j] along dim.  dx = Take(dy)."""
+class ReindexBackward(Function):
+    """The adjoint of Reindex: y = zeros with n slots along `dim`; y[index[j]] += x[j] along
+    dim.  dx = Reindex(dy)."""
     _builtin = True
 
     @staticmethod
@@ -85,10 +87,10 @@ class ScatterAdd(Function):
     @staticmethod
     def backward(ctx, grad):
         dim, index = ctx.info
-        return Take.apply(grad, dim, index), None, None, None
+        return Reindex.apply(grad, dim, index), None, None, None
 
 
-class ConstantPad(Function):
+class ConstantPadNd(Function):
     """y = full(shape, value) with y[dst] = x[src] (src crops where pads are negative).
     dx = dy[dst] placed at src in zeros of x's shape."""
     _builtin = True
@@ -112,20 +114,24 @@ class ConstantPad(Function):
 
 
 class Tril(Function):
-    """y = x with the elements above diagonal k zeroed (upper=True: below, triu).
-    dx = the same triangle of dy."""
+    """y = x with the elements above diagonal k zeroed.  dx = the same triangle of dy."""
     _builtin = True
+    _np = staticmethod(np.tril)
 
-    @staticmethod
-    def forward(ctx, a, k, upper):
+    @classmethod
+    def forward(cls, ctx, a, k):
         if ctx.needs_input_grad:
-            ctx.info = (k, upper)
-        return (np.triu if upper else np.tril)(a._data, k)
+            ctx.k = k
+        return cls._np(a._data, k)
 
-    @staticmethod
-    def backward(ctx, grad):
-        k, upper = ctx.info
-        return Tril.apply(grad, k, upper), None, None
+    @classmethod
+    def backward(cls, ctx, grad):
+        return cls.apply(grad, ctx.k), None
+
+
+class Triu(Tril):
+    """y = x with the elements below diagonal k zeroed.  dx = the same triangle of dy."""
+    _np = staticmethod(np.triu)
 
 
 # ---- flips, rotations, rolls ----------------------------------------------------------------
@@ -177,8 +183,8 @@ def rot90(input, k=1, dims=(0, 1)):
 def roll(input, shifts, dims=None):
     """Shift elements cyclically by shifts[i] along dims[i]; with dims=None the tensor is
     flattened, rolled and given its shape back."""
-    shifts = _ints((shifts,) if not isinstance(shifts, (tuple, list)) else shifts, "roll",
-                   "shifts")
+    shifts = int_tuple((shifts,) if not isinstance(shifts, (tuple, list)) else shifts, "roll",
+                       "shifts")
     n = input._data.ndim
     if dims is None:
         if len(shifts) != 1:
@@ -190,7 +196,7 @@ def roll(input, shifts, dims=None):
         raise RuntimeError(f"roll(): shifts and dimensions must align. shifts: {len(shifts)}, "
                            f"dims: {len(dims)}")
     dims = tuple(norm_dim(d, n, "roll") for d in dims)
-    return Roll.apply(input, shifts, dims) if n else Contiguous.apply(input)
+    return Roll.apply(input, shifts, dims) if n else Clone.apply(input)
 
 
 # ---- padding --------------------------------------------------------------------------------
@@ -220,7 +226,7 @@ def pad(input, pad, mode="constant", value=None):
     'reflect' (mirror without repeating the edge), 'replicate' (repeat the edge), 'circular'
     (wrap around). Unlike PyTorch, the non-constant modes accept any number of padded dims."""
     shape = input._data.shape
-    pads = _ints(pad, "pad", "pad")
+    pads = int_tuple(pad, "pad", "pad")
     if len(pads) % 2:
         raise RuntimeError(f"pad(): padding length must be divisible by 2, got {list(pads)}")
     if len(pads) // 2 > len(shape):
@@ -246,14 +252,14 @@ def pad(input, pad, mode="constant", value=None):
     if mode == "constant":
         out_shape = tuple(s + l + r for (l, r), s in zip(lr, shape))
         dst = tuple(slice(max(l, 0), max(l, 0) + c.stop - c.start) for (l, _), c in zip(lr, src))
-        return ConstantPad.apply(input, out_shape, src, dst, 0 if value is None else value)
+        return ConstantPadNd.apply(input, out_shape, src, dst, 0 if value is None else value)
     out = Slice.apply(input, src) if any(l < 0 or r < 0 for l, r in lr) else input
     copied = False                          # crop first (a view), then pad (copies)
     for d, (l, r) in enumerate(lr):
         if l > 0 or r > 0:
             index = _pad_index(out._data.shape[d], max(l, 0), max(r, 0), mode)
-            out, copied = Take.apply(out, d, index), True
-    return out if copied else Contiguous.apply(out)
+            out, copied = Reindex.apply(out, d, index), True
+    return out if copied else Clone.apply(out)
 
 
 # ---- repeat_interleave ----------------------------------------------------------------------
@@ -268,12 +274,12 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
             raise RuntimeError("repeat_interleave(repeats): repeats must be a 1-D integer tensor")
         return Tensor._make(np.repeat(np.arange(counts.size, dtype=np.int64), counts))
     if dim is None:
-        input, d = Reshape.apply(input, (input._data.size,)), 0
+        input, d = View.apply(input, (input._data.size,)), 0
     else:
         d = norm_dim(dim, input._data.ndim, "repeat_interleave")
     n = input._data.shape[d] if input._data.ndim else 1
     if input._data.ndim == 0:
-        input = Reshape.apply(input, (1,))
+        input = View.apply(input, (1,))
     if isinstance(repeats, Tensor):
         reps = repeats._data.reshape(-1) if repeats._data.ndim <= 1 else None
         if reps is None or reps.dtype.kind not in "iu":
@@ -288,7 +294,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     if (reps < 0).any():
         raise RuntimeError(f"repeat_interleave(): repeats can not be negative, got {reps.tolist()}")
     index = np.repeat(np.arange(n), np.broadcast_to(reps, (n,)))
-    return Take.apply(input, d, index)
+    return Reindex.apply(input, d, index)
 
 
 # ---- triangles and diagonals ----------------------------------------------------------------
@@ -296,7 +302,7 @@ def _tri(input, diagonal, upper):
     if input._data.ndim < 2:
         raise RuntimeError(f"{'triu' if upper else 'tril'}(): input tensor must have at least 2 "
                            f"dimensions, got shape {shape_str(input._data.shape)}")
-    return Tril.apply(input, operator.index(diagonal), upper)
+    return (Triu if upper else Tril).apply(input, operator.index(diagonal))
 
 
 @tensor_method("tril")
@@ -323,7 +329,7 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     size = shape[-1] + abs(offset)
     rest = iter(shape[:-1])
     out_shape = tuple(size if i in (d1, d2) else next(rest) for i in range(n))
-    return DiagScatter.apply(input, out_shape, offset, d1, d2)
+    return DiagEmbed.apply(input, out_shape, offset, d1, d2)
 
 
 @tensor_method("diag")
@@ -333,8 +339,8 @@ def diag(input, diagonal=0):
     k = operator.index(diagonal)
     if n == 1:
         size = input._data.shape[0] + abs(k)
-        return DiagScatter.apply(input, (size, size), k, 0, 1)
+        return DiagEmbed.apply(input, (size, size), k, 0, 1)
     if n == 2:
-        return Contiguous.apply(Diagonal.apply(input, k, 0, 1))
+        return Clone.apply(Diagonal.apply(input, k, 0, 1))
     raise RuntimeError(f"diag(): supports 1D or 2D tensors, got shape {tuple(input._data.shape)} "
                        f"({n}D); use diagonal() or diag_embed() for batches")

@@ -108,7 +108,7 @@ def sum(input, dim=None, keepdim=False, dtype=None):
     return Sum.apply(input, dims, keepdim, None if dtype is None else _dt.to_dtype(dtype))
 
 
-class NanSum(Function):
+class Nansum(Function):
     """y = sum of the non-NaN x.  dy/dx = 1 where x is not NaN, else 0."""
     _builtin = True
 
@@ -131,7 +131,7 @@ class NanSum(Function):
 def nansum(input, dim=None, keepdim=False, dtype=None):
     """sum() that treats NaN as zero."""
     input = _cast(input, dtype)
-    return NanSum.apply(input, _dims(dim, input._data.ndim, "nansum"), keepdim)
+    return Nansum.apply(input, _dims(dim, input._data.ndim, "nansum"), keepdim)
 
 
 class Mean(Function):
@@ -174,7 +174,7 @@ def nanmean(input, dim=None, keepdim=False, dtype=None):
     dims = _dims(dim, input._data.ndim, "nanmean")
     count = np.sum(~np.isnan(input._data), axis=dims, keepdims=keepdim)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return NanSum.apply(input, dims, keepdim) / _const(count, input)
+        return Nansum.apply(input, dims, keepdim) / _const(count, input)
 
 
 # ---- products --------------------------------------------------------------------------------
@@ -315,7 +315,7 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 # ---- logsumexp ---------------------------------------------------------------------------------
-class LogSumExp(Function):
+class Logsumexp(Function):
     """y = m + log(sum(exp(x - m))) with m = max(x) (replaced by 0 where it is +-inf, so all
     -inf gives -inf and any +inf gives inf).  dy/dx = exp(x - y) (softmax of x)."""
     _builtin = True
@@ -356,13 +356,14 @@ def logsumexp(input, dim=None, keepdim=False):
     if dim is None:
         raise TypeError("logsumexp(): missing required argument 'dim' (an int or a tuple of "
                         "ints); pass dim=tuple(range(x.ndim)) to reduce over everything")
-    return LogSumExp.apply(input, _dims(dim, input._data.ndim, "logsumexp"), keepdim)
+    return Logsumexp.apply(input, _dims(dim, input._data.ndim, "logsumexp"), keepdim)
 
 
 # ---- norms -----------------------------------------------------------------------------------
-class Norm(Function):
-    """Vector p-norm over dims: (sum |x|^p)^(1/p); p=inf -> max|x|, p=-inf -> min|x|, p=0 ->
-    number of non-zeros.  Gradients (PyTorch's conventions, 0 where the norm is 0):
+class LinalgVectorNorm(Function):
+    """Vector p-norm over dims (norm(), which PyTorch computes as linalg.vector_norm):
+    (sum |x|^p)^(1/p); p=inf -> max|x|, p=-inf -> min|x|, p=0 -> number of non-zeros.
+    Gradients (PyTorch's conventions, 0 where the norm is 0):
       p=2: x / y;  p=1: sign(x);  p=+-inf: sign(x) split evenly among the |x| equal to y;
       p>=2: x |x|^(p-2) / y^(p-1);  1<=p<2: sign(x) |x|^(p-1) / y^(p-1);
       p<1: sign(x) |x|^(p-1) y^(1-p) (0 where x == 0);  p=0: 0."""
@@ -446,7 +447,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     if p in (np.inf, -np.inf) and _count(input._data.shape, dims) == 0:
         raise RuntimeError(f"norm(): cannot compute the {p} norm over an empty dimension "
                            f"because the operation does not have an identity")
-    return Norm.apply(input, p, dims, keepdim)
+    return LinalgVectorNorm.apply(input, p, dims, keepdim)
 
 
 # ---- logical reductions (not differentiable) -------------------------------------------------

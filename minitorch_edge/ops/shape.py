@@ -1,12 +1,12 @@
 """View ops: reshape/view, squeeze/unsqueeze, permute/transpose, expand, narrow, diagonal.
 They move or repeat elements, never change them, so each backward is the inverse movement of the
 gradient (reshape back, sum over the expanded dims, the inverse permutation, embed a slice into
-zeros); those Functions are in _views.py, the argument handling here. Joining/splitting ops live in join.py, copying rearrangements (flip, pad, ...) in
-rearrange.py.
+zeros); those Functions are in _views.py, the argument handling here. Joining/splitting ops
+live in join.py, copying rearrangements (flip, pad, ...) in rearrange.py.
 
 Where PyTorch returns a view, so do we: the output's numpy array shares the input's memory and
 the output shares the input's version counter (``is_view = True``). The backward of a view op is
-again a shape op, so double backward works. `Slice`/`Embed` and `Diagonal`/`DiagScatter` are
+again a shape op, so double backward works. `Slice`/`Embed` and `Diagonal`/`DiagEmbed` are
 pairs of adjoint linear maps: each one's backward is the other.
 """
 import operator
@@ -15,8 +15,9 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..tensor import Tensor
-from ._util import norm_dim, norm_dims, tensor_method
-from ._views import Contiguous, Diagonal, Expand, Permute, Reshape, Slice
+from ._util import int_tuple, norm_dim, norm_dims, tensor_method
+from ._views import Diagonal, Expand, Permute, Slice, Squeeze, Transpose, Unsqueeze, View
+from .elementwise import Clone
 
 __all__ = ["reshape", "view", "view_as", "reshape_as", "flatten", "unflatten", "ravel",
            "squeeze", "unsqueeze", "permute", "transpose", "swapaxes", "swapdims", "t",
@@ -30,17 +31,9 @@ def _shape_args(shape):
     return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
 
 
-def _ints(values, op, what="shape"):
-    try:
-        return tuple(operator.index(v) for v in values)
-    except TypeError:
-        raise TypeError(f"{op}(): {what} must be a sequence of ints, got "
-                        f"{tuple(values)!r}") from None
-
-
 def _infer_shape(shape, numel, op):
     """Resolve one -1 entry so that the shape holds `numel` elements; RuntimeError otherwise."""
-    shape = _ints(shape, op)
+    shape = int_tuple(shape, op)
     if shape.count(-1) > 1:
         raise RuntimeError(f"{op}(): only one dimension can be inferred, got shape {list(shape)}")
     for s in shape:
@@ -76,7 +69,7 @@ def reshape(input, *shape):
     otherwise a copy."""
     _check_tensor(input, "reshape")
     shape = _infer_shape(_shape_args(shape), input._data.size, "reshape")
-    return Reshape.apply(input, shape)
+    return View.apply(input, shape)
 
 
 @tensor_method("view")
@@ -88,10 +81,10 @@ def view(input, *shape):
             not hasattr(shape[0], "__index__"):
         d = _dt.to_dtype(shape[0])
         if d.np == input._data.dtype:
-            return Reshape.apply(input, input._data.shape)
+            return View.apply(input, input._data.shape)
         return Tensor._make(input._data.view(d.np), vc=input._vc)
     _check_tensor(input, "view")
-    return Reshape.apply(input, _infer_shape(_shape_args(shape), input._data.size, "view"))
+    return View.apply(input, _infer_shape(_shape_args(shape), input._data.size, "view"))
 
 
 @tensor_method("view_as")
@@ -110,13 +103,13 @@ def flatten(input, start_dim=0, end_dim=-1):
     shape = input._data.shape
     if not shape:
         norm_dim(start_dim, 0, "flatten"), norm_dim(end_dim, 0, "flatten")
-        return Reshape.apply(input, (1,))
+        return View.apply(input, (1,))
     s, e = norm_dim(start_dim, len(shape), "flatten"), norm_dim(end_dim, len(shape), "flatten")
     if s > e:
         raise RuntimeError(f"flatten(): start_dim ({start_dim}) cannot come after end_dim "
                            f"({end_dim}) for a tensor of shape {tuple(shape)}")
     merged = int(np.prod(shape[s:e + 1], dtype=np.int64))
-    return Reshape.apply(input, shape[:s] + (merged,) + shape[e + 1:])
+    return View.apply(input, shape[:s] + (merged,) + shape[e + 1:])
 
 
 @tensor_method("unflatten")
@@ -132,7 +125,7 @@ def unflatten(input, dim, sizes):
         raise RuntimeError(f"unflatten(): provided sizes {list(sizes)} don't multiply up to the "
                            f"size of dim {dim} ({shape[d]}) in the input tensor of shape "
                            f"{tuple(shape)}") from None
-    return Reshape.apply(input, shape[:d] + new + shape[d + 1:])
+    return View.apply(input, shape[:d] + new + shape[d + 1:])
 
 
 @tensor_method("ravel")
@@ -145,7 +138,7 @@ def squeeze(input, dim=None):
     """Remove size-1 dims (all of them, or those among `dim`; other dims are left alone)."""
     shape = input._data.shape
     dims = norm_dims(dim, len(shape), "squeeze")
-    return Reshape.apply(input, tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1)))
+    return Squeeze.apply(input, tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1)))
 
 
 @tensor_method("unsqueeze")
@@ -153,14 +146,14 @@ def unsqueeze(input, dim):
     """Insert a size-1 dim at position `dim` (in -ndim-1 .. ndim)."""
     shape = input._data.shape
     d = norm_dim(dim, len(shape) + 1, "unsqueeze")
-    return Reshape.apply(input, shape[:d] + (1,) + shape[d:])
+    return Unsqueeze.apply(input, shape[:d] + (1,) + shape[d:])
 
 
 # ---- reordering dims ----------------------------------------------------------------------------
 @tensor_method("permute")
 def permute(input, *dims):
     """Reorder the dims: output dim i is input dim dims[i] (a view)."""
-    dims = _ints(_shape_args(dims), "permute", "dims")
+    dims = int_tuple(_shape_args(dims), "permute", "dims")
     n = input._data.ndim
     if len(dims) != n:
         raise RuntimeError(f"permute(): number of dims don't match: the tensor has {n} dims "
@@ -180,7 +173,7 @@ def transpose(input, dim0, dim1):
     perm = list(range(n))
     if n:
         perm[d0], perm[d1] = perm[d1], perm[d0]
-    return Permute.apply(input, tuple(perm))
+    return Transpose.apply(input, tuple(perm))
 
 
 swapaxes = swapdims = transpose
@@ -235,7 +228,7 @@ def _mT(self):
     if n < 2:
         raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got "
                            f"{n}-D tensor.")
-    return Permute.apply(self, tuple(range(n - 2)) + (n - 1, n - 2))
+    return Transpose.apply(self, tuple(range(n - 2)) + (n - 1, n - 2))
 
 
 def _H(self):
@@ -256,7 +249,7 @@ Tensor.mH = property(_mT)
 def expand(input, *sizes):
     """A read-only view with size-1 dims repeated to `sizes` (-1 keeps a dim's size; new dims
     may be added in front)."""
-    sizes = _ints(_shape_args(sizes), "expand", "sizes")
+    sizes = int_tuple(_shape_args(sizes), "expand", "sizes")
     x = input._data
     lead = len(sizes) - x.ndim
     if lead < 0:
@@ -310,10 +303,10 @@ def broadcast_tensors(*tensors):
 
 @tensor_method("contiguous")
 def contiguous(input, memory_format=None):
-    """`input` itself if C-contiguous, else a C-ordered copy (gradient passes through)."""
+    """`input` itself if C-contiguous, else a C-ordered copy (a Clone, as in PyTorch)."""
     if input._data.flags.c_contiguous:
         return input
-    return Contiguous.apply(input)
+    return Clone.apply(input)
 
 
 # ---- slices and diagonals -----------------------------------------------------------------------

@@ -1,8 +1,10 @@
-"""softmax and log_softmax along one dim, computed stably.
+"""softmax and log_softmax along one dim, computed stably; every softmax Function lives here.
 
 softmax(x)_i = exp(x_i - m) / sum_j exp(x_j - m) with m = max_j x_j: subtracting the max changes
 nothing mathematically but keeps exp from overflowing (x = 1e4 is fine). log_softmax is
 (x - m) - log(sum exp(x - m)), never log(softmax), which would underflow to log(0).
+`SafeSoftmax` (PyTorch's ``_safe_softmax``, used by scaled_dot_product_attention) gives 0
+instead of nan on a slice that is all -inf (a fully masked row of attention scores).
 
 Backward uses the saved output y, with Tensor ops so it can be differentiated again:
   softmax:      dx = y * (g - sum(g * y))
@@ -18,10 +20,15 @@ from ._util import norm_dim, tensor_method
 __all__ = ["softmax", "log_softmax"]
 
 
+def _compute_dtype(a):
+    """The input's array, in float32 for float16 input."""
+    x = a._data
+    return x.astype(np.float32) if x.dtype == np.float16 else x
+
+
 def _shifted(a, dim):
     """x - max(x) along dim, in float32 for float16 input (a 0-d tensor is a 1-element dim)."""
-    x = a._data
-    x = x.astype(np.float32) if x.dtype == np.float16 else x
+    x = _compute_dtype(a)
     x = x.reshape(1) if x.ndim == 0 else x
     if x.size == 0:
         return x
@@ -47,6 +54,28 @@ class Softmax(Function):
         y, = ctx.saved_tensors
         dim = ctx.dim
         return y * (grad - (grad * y).sum(dim, keepdim=True)), None
+
+
+class SafeSoftmax(Softmax):
+    """Softmax where a slice of only -inf gives 0 (not nan).
+
+    y = exp(x - m) / sum(exp(x - m)), m = max(x) (m = 0 for an all -inf slice, so y = 0/0 -> 0).
+    dx = y * (g - sum(g * y)), Softmax's backward: zero on such slices, since y is zero there."""
+
+    @staticmethod
+    def forward(ctx, a, dim):
+        if ctx.needs_input_grad:
+            ctx.dim = dim
+        x = _compute_dtype(a)
+        if x.shape[dim] == 0:
+            return np.zeros(a._data.shape, a._data.dtype)
+        with np.errstate(invalid="ignore", over="ignore"):
+            m = np.amax(x, axis=dim, keepdims=True)
+            m = np.where(m == -np.inf, 0, m)
+            e = np.exp(x - m)
+            s = e.sum(dim, keepdims=True)
+            y = np.divide(e, s, out=np.zeros_like(e), where=s != 0)
+        return y.astype(a._data.dtype, copy=False)
 
 
 class LogSoftmax(Function):

@@ -19,7 +19,7 @@ import numpy as np
 from ..autograd.function import Function
 from ..tensor import Tensor
 from ._util import check_broadcast, norm_dim, shape_str, tensor_method
-from .index import Index, IndexAccumulate, _check_index
+from .index import IndexAccumulate, IndexSpec, _check_index
 
 __all__ = ["gather", "scatter", "scatter_add", "index_select", "index_add", "take_along_dim",
            "sort", "argsort", "msort", "topk", "kthvalue", "nonzero", "argwhere", "unique",
@@ -72,7 +72,7 @@ def _pad_to(g, shape):
     if g._data.shape == tuple(shape):
         return g
     corner = tuple(slice(0, s) for s in g._data.shape) + (Ellipsis,)
-    return IndexAccumulate.apply(g, Index(corner, None, tuple(shape)))
+    return IndexAccumulate.apply(g, IndexSpec(corner, None, tuple(shape)))
 
 
 class Gather(Function):
@@ -338,6 +338,14 @@ def _positions(input, dim, descending, op):
     return dim, order.reshape(x.shape)
 
 
+class Sort(Gather):
+    """Gather at the sorted positions (sort()'s values)."""
+
+
+class Topk(Gather):
+    """Gather at the positions of the k largest or smallest (topk()'s values)."""
+
+
 @tensor_method("sort")
 def sort(input, dim=-1, descending=False, stable=False):
     """(values, indices) with input sorted along dim. Ties keep their original order (always
@@ -345,7 +353,7 @@ def sort(input, dim=-1, descending=False, stable=False):
     largest value. values are differentiable: the gradient goes back to the source positions."""
     dim, order = _positions(input, dim, descending, "sort")
     idx = Tensor._make(order)
-    return SortResult(Gather.apply(input, dim, idx), idx)
+    return SortResult(Sort.apply(input, dim, idx), idx)
 
 
 @tensor_method("argsort")
@@ -373,7 +381,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     d, order = _positions(input, d, largest, "topk")
     order = np.take(np.atleast_1d(order), np.arange(k), axis=d)
     idx = Tensor._make(order.reshape(x.shape) if x.ndim == 0 else order)
-    return TopkResult(Gather.apply(input, d, idx), idx)
+    return TopkResult(Topk.apply(input, d, idx), idx)
 
 
 @tensor_method("kthvalue")

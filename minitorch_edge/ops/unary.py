@@ -22,7 +22,7 @@ from .._special import erfinv as _erfinv
 from ..autograd.function import Function
 from ..tensor import Tensor
 from ._util import check_broadcast, operands, sum_to, tensor_method
-from .elementwise import where
+from .elementwise import Pow, where
 
 __all__ = ["neg", "negative", "abs", "absolute", "sign", "sgn", "reciprocal", "exp", "exp2",
            "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "square",
@@ -121,16 +121,10 @@ Abs = _unary("Abs", np.abs, "y = |x|.  dy/dx = sign(x) (0 at x = 0, as PyTorch).
              lambda g, x: g * Tensor._make(_sign(x._data)), keep_int=True, no_bool=True)
 Sign = _unary("Sign", _sign, "y = sign(x) in {-1, 0, 1} (nan -> 0).  dy/dx = 0.",
               lambda g, x: _zeros(g), keep_int=True)
+Sgn = _unary("Sgn", _sign, "y = sgn(x) = sign(x) (for real tensors).  dy/dx = 0.",
+             lambda g, x: _zeros(g), keep_int=True)
 Reciprocal = _unary("Reciprocal", np.reciprocal, "y = 1/x.  dy/dx = -y^2.",
                     lambda g, y: -g * y * y, save_output=True)
-
-
-def _square(x):
-    return x * x if x.dtype != np.bool_ else x.astype(np.int64)
-
-
-Square = _unary("Square", _square, "y = x^2 (integers stay integers).  dy/dx = 2x.",
-                lambda g, x: g * (2 * x), keep_int=True)
 
 # ---- exponentials and logarithms ----------------------------------------------------------------
 Exp = _unary("Exp", np.exp, "y = e^x.  dy/dx = y (the saved output).",
@@ -144,7 +138,7 @@ Log2 = _unary("Log2", np.log2, "y = log2 x.  dy/dx = 1/(x ln 2).",
               lambda g, x: g / (x * _LN2))
 Log10 = _unary("Log10", np.log10, "y = log10 x.  dy/dx = 1/(x ln 10).",
                lambda g, x: g / (x * _LN10))
-Log1p = _unary("Log1p", np.log1p, "y = ln(1 + x) (accurate near 0).  dy/dx = 1/(1 + x).",
+Log1P = _unary("Log1P", np.log1p, "y = ln(1 + x) (accurate near 0).  dy/dx = 1/(1 + x).",
                lambda g, x: g / (x + 1))
 Sqrt = _unary("Sqrt", np.sqrt, "y = sqrt(x).  dy/dx = 1/(2y).",
               lambda g, y: g / (y * 2), save_output=True)
@@ -294,6 +288,14 @@ class Clamp(Function):
                      for m, t, need in zip(masks, (a, lo_t, hi_t), ctx.needs_input_grad))
 
 
+class ClampMin(Clamp):
+    """Clamp with only a lower bound (clamp_min())."""
+
+
+class ClampMax(Clamp):
+    """Clamp with only an upper bound (clamp_max())."""
+
+
 class NanToNum(Function):
     """y = x with nan, +inf, -inf replaced (defaults: 0 and the dtype's largest finite values).
     dy/dx = 1 where x is finite, else 0."""
@@ -364,11 +366,11 @@ def _function(name, cls, *methods):
 
 neg = _function("neg", Neg, "negative", "__neg__")
 abs = _function("abs", Abs, "absolute", "__abs__")  # noqa: A001 (torch.abs)
-sign, sgn = _function("sign", Sign), _function("sgn", Sign)
-reciprocal, square = _function("reciprocal", Reciprocal), _function("square", Square)
+sign, sgn = _function("sign", Sign), _function("sgn", Sgn)
+reciprocal = _function("reciprocal", Reciprocal)
 exp, exp2, expm1 = _function("exp", Exp), _function("exp2", Exp2), _function("expm1", Expm1)
 log, log2, log10 = _function("log", Log), _function("log2", Log2), _function("log10", Log10)
-log1p, sqrt, rsqrt = _function("log1p", Log1p), _function("sqrt", Sqrt), _function("rsqrt", Rsqrt)
+log1p, sqrt, rsqrt = _function("log1p", Log1P), _function("sqrt", Sqrt), _function("rsqrt", Rsqrt)
 sin, cos, tan = _function("sin", Sin), _function("cos", Cos), _function("tan", Tan)
 asin, acos = _function("asin", Asin, "arcsin"), _function("acos", Acos, "arccos")
 atan = _function("atan", Atan, "arctan")
@@ -383,6 +385,13 @@ negative, absolute, fix = neg, abs, trunc
 arcsin, arccos, arctan, arcsinh, arccosh, arctanh = asin, acos, atan, asinh, acosh, atanh
 
 
+@tensor_method("square")
+def square(input):
+    """y = x^2 (integers stay integers, bool gives int64): pow(x, 2), as in PyTorch."""
+    _check(input, "square")
+    return Pow.apply(input, 2)
+
+
 @tensor_method("round")
 def round(input, decimals=0):  # noqa: A001 (torch.round)
     """Round to `decimals` places (halves to even); see Round."""
@@ -393,20 +402,24 @@ def round(input, decimals=0):  # noqa: A001 (torch.round)
 @tensor_method("clamp", "clip")
 def clamp(input, min=None, max=None):  # noqa: A002 (PyTorch's argument names)
     """Clamp into [min, max]; either bound may be omitted, bounds may be Tensors; see Clamp."""
-    _check(input, "clamp")
-    if min is None and max is None:
-        raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
-    return Clamp.apply(input, min, max)
+    return _clamp(Clamp, input, min, max)
 
 
 @tensor_method("clamp_min")
 def clamp_min(input, min):  # noqa: A002
-    return clamp(input, min=min)
+    return _clamp(ClampMin, input, min, None)
 
 
 @tensor_method("clamp_max")
 def clamp_max(input, max):  # noqa: A002
-    return clamp(input, max=max)
+    return _clamp(ClampMax, input, None, max)
+
+
+def _clamp(fn, input, lo, hi):
+    _check(input, "clamp")
+    if lo is None and hi is None:
+        raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
+    return fn.apply(input, lo, hi)
 
 
 clip = clamp

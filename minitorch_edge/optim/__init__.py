@@ -2,7 +2,7 @@
 rate schedulers (``optim.lr_scheduler``), with PyTorch's names, defaults and update formulas.
 
 Read optimizer.py first (the base class: parameter groups, state, state_dict), then sgd.py and
-adam.py; lr_scheduler.py for the schedules.
+adam.py; the lr_scheduler package for the schedules.
 """
 from .optimizer import Optimizer, required  # noqa: F401
 from .sgd import SGD  # noqa: F401

@@ -10,7 +10,7 @@ matches each key::
 A mask says which (query, key) pairs take part: a bool mask keeps the True pairs (the others
 get bias -inf, so their weight is exactly 0); a float mask is added to the scores as it is.
 Gradients flow through ordinary Tensor ops (matmul, add, softmax), so no custom backward is
-needed except the "safe" softmax below.
+needed except the "safe" softmax (ops/softmax.py).
 
 Fully masked rows. When every key of a query is masked, softmax sees a row of -inf. PyTorch
 2.13's ``scaled_dot_product_attention`` returns 0 for such a row (and a zero gradient), and so
@@ -28,44 +28,14 @@ import warnings
 
 import numpy as np
 
-from ...autograd.function import Function
 from ...tensor import Tensor
 from ...ops.join import cat
 from ...ops.rearrange import pad
+from ...ops.softmax import SafeSoftmax
 from .dropout import dropout
 from .linear import linear
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
-
-
-# ---- the safe softmax ----------------------------------------------------------------------------
-class SafeSoftmax(Function):
-    """Softmax over the last dim where a row of only -inf gives 0 (not nan).
-
-    y = exp(x - m) / sum(exp(x - m)), m = max(x) (m = 0 for an all -inf row, so y = 0/0 -> 0).
-    dx = y * (g - sum(g * y)): zero on such rows, since y is zero there."""
-    _builtin = True
-    save_output = True
-
-    @staticmethod
-    def forward(ctx, a):
-        x = a._data
-        if x.dtype == np.float16:
-            x = x.astype(np.float32)
-        if x.shape[-1] == 0:
-            return np.zeros(a._data.shape, a._data.dtype)
-        with np.errstate(invalid="ignore", over="ignore"):
-            m = np.amax(x, axis=-1, keepdims=True)
-            m = np.where(m == -np.inf, 0, m)
-            e = np.exp(x - m)
-            s = e.sum(-1, keepdims=True)
-            y = np.divide(e, s, out=np.zeros_like(e), where=s != 0)
-        return y.astype(a._data.dtype, copy=False)
-
-    @staticmethod
-    def backward(ctx, grad):
-        y, = ctx.saved_tensors
-        return y * (grad - (grad * y).sum(-1, keepdim=True))
 
 
 def _dropout(x, p):
@@ -164,7 +134,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             scores = scores + Tensor._make(bias)
         else:
             scores = scores + attn_mask
-    weights = SafeSoftmax.apply(scores)
+    weights = SafeSoftmax.apply(scores, -1)
     if dropout_p > 0.0:
         weights = _dropout(weights, dropout_p)
     return weights.matmul(value)

@@ -25,7 +25,7 @@ import operator
 
 from ... import backend
 from ...autograd.function import Function
-from ...ops._util import shape_str
+from ...ops._util import ntuple, shape_str
 
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
 
@@ -113,22 +113,6 @@ class ConvBackwardWeight(Function):
 
 
 # ---- argument checking --------------------------------------------------------------------------
-def _ints(value, n, what, op):
-    """An int or a sequence of 1 or n ints -> a tuple of n ints."""
-    try:
-        vals = [operator.index(value)] if not isinstance(value, (tuple, list)) else \
-            [operator.index(v) for v in value]
-    except TypeError:
-        raise TypeError(f"{op}: {what} must be an int or a tuple of {n} ints, got "
-                        f"{value!r}") from None
-    if len(vals) == 1:
-        vals = vals * n
-    if len(vals) != n:
-        raise RuntimeError(f"{op}: expected {what} to be a single int or a tuple of {n} ints, "
-                           f"got {tuple(vals)}")
-    return tuple(vals)
-
-
 def _check_tensors(input, weight, bias, nd, op):
     """Rank and dtype checks shared by every convolution; returns True when batched."""
     shape = tuple(input._data.shape)
@@ -191,7 +175,7 @@ def _conv_pads(padding, kernel, stride, dilation, nd, op):
             raise RuntimeError(f"{op}: padding='same' is not supported for strided "
                                f"convolutions (stride={stride})")
         return _same_pads(kernel, dilation)
-    pads = _ints(padding, nd, "padding", op)
+    pads = ntuple(padding, nd, "padding", op)
     if any(p < 0 for p in pads):
         raise RuntimeError(f"{op}: negative padding is not supported, got padding={pads}")
     return tuple((p, p) for p in pads)
@@ -223,8 +207,8 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd, op):
     groups = operator.index(groups)
     _check_channels(shape, weight, bias, groups, op)
     kernel = tuple(weight._data.shape[2:])
-    stride = _ints(stride, nd, "stride", op)
-    dilation = _ints(dilation, nd, "dilation", op)
+    stride = ntuple(stride, nd, "stride", op)
+    dilation = ntuple(dilation, nd, "dilation", op)
     _check_positive(stride, "stride", op)
     _check_positive(dilation, "dilation", op)
     pads = _conv_pads(padding, kernel, stride, dilation, nd, op)
@@ -275,10 +259,10 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     groups = operator.index(groups)
     _check_channels(shape, weight, bias, groups, op, transposed=True)
     kernel = tuple(weight._data.shape[2:])
-    stride = _ints(stride, nd, "stride", op)
-    dilation = _ints(dilation, nd, "dilation", op)
-    pads = _ints(padding, nd, "padding", op)
-    out_pad = _ints(output_padding, nd, "output_padding", op)
+    stride = ntuple(stride, nd, "stride", op)
+    dilation = ntuple(dilation, nd, "dilation", op)
+    pads = ntuple(padding, nd, "padding", op)
+    out_pad = ntuple(output_padding, nd, "output_padding", op)
     _check_positive(stride, "stride", op)
     _check_positive(dilation, "dilation", op)
     if any(p < 0 for p in pads + out_pad):

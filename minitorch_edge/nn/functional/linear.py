@@ -1,15 +1,17 @@
 """Affine maps: ``linear`` (y = x W^T + b) and ``bilinear`` (y_k = x1^T W_k x2 + b_k).
 
-``linear`` with a 2-D weight is one fused op, `Linear`: the forward is a single backend call
+``linear`` with a 2-D weight is one fused op, `Addmm`: the forward is a single backend call
 (``backend.linear``: one GEMM reading W transposed in place, the bias added into its result),
 the leading dims of x folded into the rows of that one product. Its backward is two GEMMs and a
 column sum, each only for the inputs that need a gradient. Other cases (a 1-D weight, mixed
 dtypes, a broadcast bias) are composed of Tensor ops (matmul, add), whose gradients, and
 gradients of gradients, come from those ops. ``bilinear`` is composed too.
+
+The fused op is named after PyTorch's grad_fn of linear on a batch of vectors, AddmmBackward0
+(PyTorch runs addmm(b, x, W^T); it records MmBackward0 without a bias and ViewBackward0 for
+inputs of more than 2 dims).
 """
 import math
-
-import numpy as np
 
 from ... import backend
 from ...autograd.engine import mark_fresh
@@ -27,7 +29,7 @@ def _need_tensor(x, name, op):
         raise TypeError(f"{op}(): argument '{name}' must be a Tensor, not {type(x).__name__}")
 
 
-class Linear(Function):
+class Addmm(Function):
     """y = x W^T + b for x (*, in), W (out, in), b (out,) or None, all of one float dtype.
 
     With X = x viewed as (rows, in) and G = dy as (rows, out):
@@ -101,7 +103,7 @@ def linear(input, weight, bias=None):
     if bias is not None:
         _need_tensor(bias, "bias", "linear")
     if _fusable(input, weight, bias):
-        return Linear.apply(input, weight, bias)
+        return Addmm.apply(input, weight, bias)
     out = matmul(input, weight.t() if weight._data.ndim == 2 else weight)
     if bias is not None:
         want = ws[:1] if weight._data.ndim == 2 else ()

@@ -15,11 +15,10 @@ form ``log(softmax(x))`` or ``log(sigmoid(x))``:
 * binary_cross_entropy(p, t) clamps each log at -100, as PyTorch does.
 
 Regression and margin losses live in loss_regression.py and loss_margin.py; everything is
-re-exported from here. A layer that calls these functions (nn.CrossEntropyLoss) puts its own
-name into the error messages through `loss_name`.
+re-exported from here. The helpers all three share (reduction, checks, error names) are in
+_reduction.py; a layer that calls these functions (nn.CrossEntropyLoss) puts its own name into
+the error messages through its `loss_name`.
 """
-import contextlib
-import contextvars
 import warnings
 
 import numpy as np
@@ -31,67 +30,23 @@ from ...ops.softmax import softmax, log_softmax
 from ...ops.sorting import gather
 from ...ops.unary import clamp_min, log, log1p, xlogy, exp
 from ...tensor import Tensor
+from ._reduction import (apply_reduction, check_reduction, check_tensor, const,
+                         legacy_reduction, op_name, shape_text)
+from ._reduction import loss_name  # noqa: F401  (nn.layers.loss imports it from here)
+from .loss_margin import *  # noqa: F401,F403
+from .loss_margin import __all__ as _margin
+from .loss_regression import *  # noqa: F401,F403
+from .loss_regression import __all__ as _regression
 
 __all__ = ["nll_loss", "cross_entropy", "binary_cross_entropy",
-           "binary_cross_entropy_with_logits", "kl_div"]
-
-# ---- shared helpers (also used by loss_regression.py and loss_margin.py) -----------------------
-_NAME = contextvars.ContextVar("loss_name", default=None)
+           "binary_cross_entropy_with_logits", "kl_div"] + _regression + _margin
 
 
-@contextlib.contextmanager
-def loss_name(name):
-    """Inside this block, loss errors name `name` (e.g. 'CrossEntropyLoss') instead of the
-    function ('cross_entropy')."""
-    token = _NAME.set(name)
-    try:
-        yield
-    finally:
-        _NAME.reset(token)
-
-
-def op_name(default):
-    return _NAME.get() or default
-
-
-def shape_text(x):
-    return "(" + ", ".join(str(s) for s in x._data.shape) + ("," if x._data.ndim == 1 else "") + ")"
-
-
-def legacy_reduction(size_average, reduce, reduction):
-    """Map the deprecated size_average/reduce flags to a reduction string (as PyTorch)."""
-    if size_average is None and reduce is None:
-        return reduction
-    warnings.warn("size_average and reduce args will be deprecated, please use "
-                  "reduction='mean'/'sum'/'none' instead.", UserWarning, stacklevel=3)
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    return ("mean" if size_average else "sum") if reduce else "none"
-
-
-def check_reduction(reduction, op, allowed=("none", "mean", "sum")):
-    if reduction not in allowed:
-        raise ValueError(f"{op_name(op)}: {reduction!r} is not a valid value for reduction "
-                         f"(expected one of {', '.join(repr(a) for a in allowed)})")
-
-
-def check_tensor(x, op, what):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op_name(op)}(): argument '{what}' must be a Tensor, not "
-                        f"{type(x).__name__}")
-
-
+# ---- helpers of the classification losses --------------------------------------------------------
 def check_float(x, op, what="input"):
     if x._data.dtype.kind != "f":
         raise RuntimeError(f"{op_name(op)}: expected a floating point {what}, got {what} of "
                            f"dtype {x.dtype.name}; convert it with .float()")
-
-
-def apply_reduction(loss, reduction):
-    """Apply 'none' / 'mean' / 'sum' to a per-element loss."""
-    if reduction == "none":
-        return loss
-    return loss.sum() if reduction == "sum" else loss.mean()
 
 
 def divide(total, denominator):
@@ -100,11 +55,6 @@ def divide(total, denominator):
     if denominator == 0:
         return total * 0.0 + float("nan")
     return total * (1.0 / float(denominator))
-
-
-def const(array, like):
-    """A constant (non-differentiable) tensor in the dtype of `like`."""
-    return Tensor._make(np.asarray(array, dtype=like._data.dtype))
 
 
 # ---- fused softmax cross-entropy ----------------------------------------------------------------
@@ -150,15 +100,17 @@ class SoftmaxCrossEntropy(Function):
         return gx, ga, None
 
 
-class SoftmaxCrossEntropyIndex(Function):
-    """The same loss for class-index targets, without forming the dense target distribution
+class NllLoss(Function):
+    """SoftmaxCrossEntropy for class-index targets, without forming the dense target distribution
     a = w_t onehot(t) + k s (w_t: target weight times (1 - eps), 0 where ignored; s_c = eps/C
     times the class weight; k = 0 where ignored, else 1):
     l = -w_t logp[t] - k sum_c s_c logp_c,  with sum_c s_c logp_c = sum_c s_c z_c - S lse,
     z = x - max x, lse = log sum_c exp z_c, S = sum_c s_c.
     dl/dx = softmax(x) (w_t + k S) - w_t onehot(t) - k s.
     With `divisor` d (not None) the op also reduces: L = sum_i l_i / d (d = 1 for 'sum', the
-    weight total for 'mean'), dL/dl_i = 1/d: one op instead of three for a reduced loss."""
+    weight total for 'mean'), dL/dl_i = 1/d: one op instead of three for a reduced loss.
+    The name is PyTorch's grad_fn of cross_entropy with class indices (NllLossBackward0: there
+    it is log_softmax followed by nll_loss); this op fuses the two."""
     _builtin = True
 
     @staticmethod
@@ -311,8 +263,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     * class probabilities (same shape as input, float): l_i = -sum_c w_c t'_ic log p_ic with
       t' = (1 - eps) t + eps/C; 'mean' divides by the number of positions (N * d1 * ...).
 
-    eps = label_smoothing in [0, 1]. Computed by one fused op (SoftmaxCrossEntropyIndex, or
-    SoftmaxCrossEntropy for probabilities)."""
+    eps = label_smoothing in [0, 1]. Computed by one fused op (NllLoss, or SoftmaxCrossEntropy
+    for probabilities)."""
     op = "cross_entropy"
     check_tensor(input, op, "input")
     check_tensor(target, op, "target")
@@ -337,9 +289,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         wc = np.ones(C, dt) if w is None else w.astype(dt)
         s = _as_dims(wc * dt.type(label_smoothing / C), cdim, x.ndim)
     if reduction == "none":
-        return SoftmaxCrossEntropyIndex.apply(input, cdim, index, w_t, s, keep)
+        return NllLoss.apply(input, cdim, index, w_t, s, keep)
     divisor = dt.type(1) if reduction == "sum" else wt.sum()
-    return SoftmaxCrossEntropyIndex.apply(input, cdim, index, w_t, s, keep, divisor)
+    return NllLoss.apply(input, cdim, index, w_t, s, keep, divisor)
 
 
 def _cross_entropy_probs(op, input, target, weight, ignore_index, reduction, eps):
@@ -464,10 +416,3 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
             return total / input._data.shape[0]
     return apply_reduction(loss, reduction)
 
-
-from .loss_regression import *  # noqa: E402,F401,F403
-from .loss_regression import __all__ as _regression
-from .loss_margin import *  # noqa: E402,F401,F403
-from .loss_margin import __all__ as _margin
-
-__all__ = __all__ + _regression + _margin

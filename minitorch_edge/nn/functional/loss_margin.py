@@ -17,8 +17,8 @@ from ...ops.elementwise import minimum, where
 from ...ops.sorting import gather
 from ...ops.unary import clamp_min
 from ...tensor import Tensor
-from .loss import (apply_reduction, check_reduction, check_tensor, const, legacy_reduction,
-                   op_name, shape_text)
+from ._reduction import (apply_reduction, check_reduction, check_tensor, const,
+                         legacy_reduction, op_name, shape_text)
 
 __all__ = ["margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",
            "triplet_margin_loss", "triplet_margin_with_distance_loss", "multi_margin_loss",

@@ -22,8 +22,8 @@ from ...ops.activation import logsigmoid
 from ...ops.elementwise import where
 from ...ops.unary import exp, log
 from ...tensor import Tensor
-from .loss import (check_reduction, check_tensor, const, legacy_reduction, op_name,
-                   apply_reduction, shape_text)
+from ._reduction import (apply_reduction, check_reduction, check_tensor, const,
+                         legacy_reduction, op_name, shape_text)
 
 __all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "soft_margin_loss",
            "poisson_nll_loss", "gaussian_nll_loss"]

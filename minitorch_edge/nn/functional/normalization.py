@@ -9,8 +9,10 @@ The functions differ only in which elements share one mean/var:
     layer_norm     per sample, over the last len(normalized_shape) dims
     group_norm     per sample and group of channels (the input viewed as (N, G, C/G, rest))
 
-All four run through one fused Function, `Normalize` (forward in numpy, one backward formula);
-``rms_norm``, ``normalize`` and ``local_response_norm`` are composed of Tensor ops.
+All four run through one fused Function, `Normalize` (forward in numpy, one backward formula),
+under PyTorch's grad_fn name for each: `NativeBatchNorm` (batch_norm and instance_norm, which
+PyTorch computes as a batch norm), `NativeLayerNorm`, `NativeGroupNorm`. ``rms_norm``,
+``normalize`` and ``local_response_norm`` are composed of Tensor ops.
 
 batch_norm and instance_norm in training also update the running statistics in place
 (running = (1 - momentum) * running + momentum * batch value, with the *unbiased* batch variance,
@@ -127,6 +129,18 @@ class Normalize(Function):
         return dx, dw, db, None, None, None
 
 
+class NativeBatchNorm(Normalize):
+    """Normalize per channel (batch_norm(); instance_norm() per sample and channel)."""
+
+
+class NativeLayerNorm(Normalize):
+    """Normalize over the trailing dims (layer_norm())."""
+
+
+class NativeGroupNorm(Normalize):
+    """Normalize per sample and group of channels (group_norm())."""
+
+
 # ---- checks -------------------------------------------------------------------------------------
 def _need_tensor(x, name, op):
     if not isinstance(x, Tensor):
@@ -200,8 +214,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         raise ValueError(f"Expected more than 1 value per channel when training, got input size "
                          f"{tuple(input._data.shape)}")
     stats = [] if (running_mean is not None or running_var is not None) else None
-    out = Normalize.apply(input, _channel_view(weight, nd), _channel_view(bias, nd), dims, eps,
-                          stats)
+    out = NativeBatchNorm.apply(input, _channel_view(weight, nd), _channel_view(bias, nd), dims,
+                                eps, stats)
     if stats:
         m = 0.0 if momentum is None else momentum
         _update_running(running_mean, stats[0], m)
@@ -234,8 +248,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         raise ValueError(f"Expected more than 1 spatial element when training, got input size "
                          f"{tuple(shape)}")
     stats = [] if (running_mean is not None or running_var is not None) else None
-    out = Normalize.apply(input, _channel_view(weight, nd), _channel_view(bias, nd),
-                          tuple(range(2, nd)), eps, stats)
+    out = NativeBatchNorm.apply(input, _channel_view(weight, nd), _channel_view(bias, nd),
+                                tuple(range(2, nd)), eps, stats)
     if stats and shape[0]:
         m = 0.0 if momentum is None else momentum
         _update_running(running_mean, stats[0].mean(axis=0), m)
@@ -272,7 +286,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     _check_trailing("layer_norm", input, shape)
     _check_affine("layer_norm", shape, weight=weight, bias=bias)
     nd = input._data.ndim
-    return Normalize.apply(input, weight, bias, tuple(range(nd - len(shape), nd)), eps, None)
+    return NativeLayerNorm.apply(input, weight, bias, tuple(range(nd - len(shape), nd)), eps,
+                                 None)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
@@ -294,7 +309,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     view = (N, G, C // G, rest)
     wv = None if weight is None else weight.reshape(1, G, C // G, 1)
     bv = None if bias is None else bias.reshape(1, G, C // G, 1)
-    out = Normalize.apply(input.reshape(view), wv, bv, (2, 3), eps, None)
+    out = NativeGroupNorm.apply(input.reshape(view), wv, bv, (2, 3), eps, None)
     return out.reshape(shape)
 
 

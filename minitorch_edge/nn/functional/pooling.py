@@ -23,7 +23,7 @@ from ... import backend
 from ...autograd.function import Function
 from ...backend.numpy_backend import pool_output_size
 from ...tensor import Tensor
-from ...ops._util import shape_str
+from ...ops._util import ntuple, shape_str
 
 __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
            "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d"]
@@ -107,22 +107,6 @@ class AvgPool2DBackward(Function):
 
 
 # ---- argument checking --------------------------------------------------------------------------
-def _ints(value, n, what, op):
-    """An int or a sequence of 1 or n ints -> a tuple of n ints."""
-    try:
-        vals = [operator.index(value)] if not isinstance(value, (tuple, list)) else \
-            [operator.index(v) for v in value]
-    except TypeError:
-        raise TypeError(f"{op}: {what} must be an int or a tuple of {n} ints, got "
-                        f"{value!r}") from None
-    if len(vals) == 1:
-        vals = vals * n
-    if len(vals) != n:
-        raise RuntimeError(f"{op}: expected {what} to be a single int or a tuple of {n} ints, "
-                           f"got {tuple(vals)}")
-    return tuple(vals)
-
-
 def _check_rank(input, nd, op):
     """(batched?) for an input of nd+1 (unbatched) or nd+2 dims; RuntimeError otherwise."""
     shape = tuple(input._data.shape)
@@ -136,11 +120,11 @@ def _check_rank(input, nd, op):
 
 def _window_args(input, kernel_size, stride, padding, dilation, ceil_mode, nd, op):
     """Check sliding-window arguments; return (kernel, stride, padding, dilation) as tuples."""
-    kernel = _ints(kernel_size, nd, "kernel_size", op)
+    kernel = ntuple(kernel_size, nd, "kernel_size", op)
     stride = kernel if stride is None or (isinstance(stride, (tuple, list)) and not stride) \
-        else _ints(stride, nd, "stride", op)
-    padding = _ints(padding, nd, "padding", op)
-    dilation = _ints(dilation, nd, "dilation", op)
+        else ntuple(stride, nd, "stride", op)
+    padding = ntuple(padding, nd, "padding", op)
+    dilation = ntuple(dilation, nd, "dilation", op)
     for what, vals in (("kernel_size", kernel), ("stride", stride), ("dilation", dilation)):
         if any(v < 1 for v in vals):
             raise RuntimeError(f"{op}: {what} must be positive, got {what}={vals}")

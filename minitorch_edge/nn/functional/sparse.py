@@ -1,7 +1,7 @@
 """Lookups by integer index: ``embedding`` (rows of a weight matrix picked by token id) and
 ``one_hot``.
 
-embedding is one Function, `EmbeddingLookup`: the forward is a row gather, W[idx]; the
+embedding is one Function, `Embedding`: the forward is a row gather, W[idx]; the
 backward scatters each output gradient back onto the row it came from, adding up repeats,
 which is its adjoint, `EmbeddingGrad`. Each is the other's backward, so gradients of gradients
 work. The row `padding_idx` receives no gradient; scale_grad_by_freq divides each row's
@@ -29,7 +29,7 @@ def _position_weights(idx, num, padding_idx, scale_grad_by_freq):
     return w
 
 
-class EmbeddingLookup(Function):
+class Embedding(Function):
     """y[p, :] = W[idx[p], :] for every position p of idx (y has shape idx.shape + (D,)).
     dW[r, :] = sum over positions p with idx[p] = r of c[p] * dy[p, :], where c[p] is the
     position's factor (0 for padding_idx, 1/count(r) with scale_grad_by_freq, else 1)."""
@@ -47,7 +47,7 @@ class EmbeddingLookup(Function):
 
 
 class EmbeddingGrad(Function):
-    """dW = zeros(num, D); dW[idx[p]] += c[p] * g[p] (the adjoint of EmbeddingLookup).
+    """dW = zeros(num, D); dW[idx[p]] += c[p] * g[p] (the adjoint of Embedding).
     Its own backward is the lookup: dg[p] = c[p] * ggW[idx[p]]."""
     _builtin = True
 
@@ -66,7 +66,7 @@ class EmbeddingGrad(Function):
 
     @staticmethod
     def backward(ctx, gg):
-        out = EmbeddingLookup.apply(gg, ctx.idx, None)
+        out = Embedding.apply(gg, ctx.idx, None)
         if ctx.factors is not None:
             out = out * Tensor._make(ctx.factors[..., None].astype(gg._data.dtype))
         return out, None, None, None
@@ -124,7 +124,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if max_norm is not None:
         _renorm_rows(weight, idx, max_norm, norm_type)
     factors = _position_weights(idx, num, padding_idx, scale_grad_by_freq)
-    return EmbeddingLookup.apply(weight, idx, factors)
+    return Embedding.apply(weight, idx, factors)
 
 
 def one_hot(tensor, num_classes=-1):

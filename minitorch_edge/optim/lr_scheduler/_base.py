@@ -1,19 +1,9 @@
-"""Learning-rate schedulers: change each parameter group's ``lr`` as training goes on.
+"""The scheduler base class, the schedules with a fixed formula, and the combinators.
 
-A scheduler wraps an optimizer. Building it records every group's starting rate as
-``group["initial_lr"]`` (kept in ``base_lrs``) and sets epoch 0's rate; each ``step()`` (call it
-after ``optimizer.step()``) advances ``last_epoch`` by one and writes the new rates into the
-groups. ``get_last_lr()`` returns them.
-
-Most schedulers here compute the new rate from the *current* one (the "chainable" form PyTorch
-uses, so that several schedulers can act on one optimizer, see ChainedScheduler), and also have a
-closed form from ``base_lrs`` used when ``step(epoch)`` is given an epoch. Both follow PyTorch's
-formulas exactly so the sequences agree to the last bit.
-
-This file: the base class, the simple schedules (Lambda, Multiplicative, Step, MultiStep,
-Constant, Linear, Exponential, Polynomial, CosineAnnealing) and the combinators (SequentialLR,
-ChainedScheduler). lr_scheduler_extra.py holds ReduceLROnPlateau, CyclicLR, OneCycleLR and
-CosineAnnealingWarmRestarts; all are importable from here.
+`LRScheduler` (and its old name `_LRScheduler`), the helpers its subclasses share, then the
+simple schedules (Lambda, Multiplicative, Step, MultiStep, Constant, Linear, Exponential,
+Polynomial, CosineAnnealing) and the combinators (SequentialLR, ChainedScheduler). See the
+package docstring (__init__.py) for how a scheduler works.
 """
 import math
 import types
@@ -21,13 +11,12 @@ import warnings
 from bisect import bisect_right
 from collections import Counter
 
-from ..tensor import Tensor
-from .optimizer import Optimizer
+from ...tensor import Tensor
+from ..optimizer import Optimizer
 
 __all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
            "LinearLR", "ExponentialLR", "PolynomialLR", "CosineAnnealingLR", "SequentialLR",
-           "ChainedScheduler", "ReduceLROnPlateau", "CyclicLR", "OneCycleLR",
-           "CosineAnnealingWarmRestarts"]
+           "ChainedScheduler"]
 
 EPOCH_DEPRECATION_WARNING = (
     "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where "
@@ -148,6 +137,10 @@ class LRScheduler:
                     values = self.get_lr()
         finally:
             self._get_lr_called_within_step = False
+        self._set_lrs(values)
+
+    def _set_lrs(self, values):
+        """Write one rate per param group and keep them as the last rates."""
         for group, lr in zip(self.optimizer.param_groups, values):
             _set_group_value(group, "lr", lr)
         self._last_lr = _group_values(self.optimizer, "lr")
@@ -477,6 +470,3 @@ class ChainedScheduler(_Composite, LRScheduler):
             scheduler.step()
         self._last_lr = _group_values(self._schedulers[-1].optimizer, "lr")
 
-
-from .lr_scheduler_extra import (ReduceLROnPlateau, CyclicLR, OneCycleLR,  # noqa: E402
-                                 CosineAnnealingWarmRestarts)
