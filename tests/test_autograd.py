@@ -349,6 +349,103 @@ def test_next_functions_and_leaf_accumulator():
     assert fn.variable is x and none is None
 
 
+# ---- the engine's optimisations, each pinned against torch ------------------------------------
+def test_grad_prunes_a_branch_that_leads_to_no_input():
+    calls = []
+
+    class Spy(autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            calls.append(1)
+            return g
+
+    a = mte.tensor([1.0, 2.0], requires_grad=True)
+    b = mte.tensor([3.0, 4.0], requires_grad=True)
+    h = a * 3                               # a non-leaf input: its gradient is captured
+    y = (h * Spy.apply(b)).sum()
+    ga, gh = mte.autograd.grad(y, [a, h])
+    assert calls == []                      # b's branch leads to neither input: never run
+    assert ga.tolist() == [9.0, 12.0] and gh.tolist() == [3.0, 4.0]
+    assert a.grad is None and b.grad is None
+
+
+def test_backward_with_inputs_accumulates_only_into_them():
+    out = []
+    for lib in (mte, import_torch()):
+        a = lib.tensor([1.0, 2.0], requires_grad=True)
+        b = lib.tensor([3.0, 4.0], requires_grad=True)
+        (a * b).sum().backward(inputs=[a])
+        out.append((a.grad.tolist(), b.grad))
+    assert out[0] == out[1] == ([3.0, 4.0], None)
+
+
+@pytest.mark.parametrize("materialize", [True, False])
+def test_missing_output_gradients_are_zeros_unless_disabled(materialize):
+    seen = []
+    for lib in (mte, import_torch()):
+        class Split(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.set_materialize_grads(materialize)
+                return x * 2, x * 3
+
+            @staticmethod
+            def backward(ctx, g1, g2):
+                seen.append(None if g2 is None else g2.tolist())
+                return g1 * 2
+
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        first, _ = Split.apply(x)
+        first.sum().backward()
+        assert x.grad.tolist() == [2.0, 2.0]
+    assert seen == ([[0.0, 0.0]] * 2 if materialize else [None, None])
+
+
+def test_node_prehook_and_hook_replace_gradients_as_torch():
+    out = []
+    for lib in (mte, import_torch()):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        w = lib.tensor([3.0, 5.0], requires_grad=True)
+        y = x * w
+        y.grad_fn.register_prehook(lambda go: (go[0] * 10,))
+        y.grad_fn.register_hook(lambda gi, go: (gi[0] + 1, gi[1]))
+        y.sum().backward()
+        out.append((x.grad.tolist(), w.grad.tolist()))
+    assert out[0] == out[1]
+
+
+def test_user_function_forward_runs_without_grad_and_subclasses_keep_their_apply():
+    class Twice(autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            assert not mte.is_grad_enabled()      # to autograd, forward is one op
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    class Wrapped(Twice):
+        @classmethod
+        def apply(cls, x):
+            return super().apply(x) + 1
+
+    class Child(Wrapped):                         # inherits Wrapped's own apply
+        pass
+
+    for fn, value in ((Twice, 2.0), (Wrapped, 3.0), (Child, 3.0)):
+        x = mte.tensor([1.0], requires_grad=True)
+        y = fn.apply(x)
+        assert y.tolist() == [value] and mte.is_grad_enabled()
+        y.backward()
+        assert x.grad.tolist() == [2.0]
+    assert Child.apply(mte.tensor([1.0], requires_grad=True)).grad_fn.name() == "AddBackward0"
+
+
 # ---- higher order against torch -------------------------------------------------------------------
 HIGHER = {
     "tanh": lambda L, x, w: (x * w).tanh(),

@@ -14,6 +14,16 @@ A `Function` subclass gives two static methods:
 its inputs' nodes (``next_functions``) and a sequence number; `engine.py` replays nodes in
 decreasing sequence order. Nodes are owned by the tensors that need them, so a forward pass that
 is never differentiated frees its nodes with its tensors: nothing global grows.
+
+`Function.apply` is the algorithm as written; built-in ops run `_apply_builtin`, the same steps
+with the common case (one numpy array out) inlined, since it is paid on every op.
+
+Naming: a built-in Function's class name is PyTorch's grad_fn name without the trailing
+``Backward0`` (so ``y.grad_fn`` prints as PyTorch's does: ``Mul`` -> ``MulBackward0``,
+``Convolution`` -> ``ConvolutionBackward0``, ``MaxPool2DWithIndices`` ->
+``MaxPool2DWithIndicesBackward0``, ``AvgPool2D`` -> ``AvgPool2DBackward0``); a helper Function
+with no PyTorch counterpart gets a descriptive name. A user Function's node is named
+``<ClassName>Backward``, as in PyTorch.
 """
 import itertools
 import traceback
@@ -176,6 +186,14 @@ class Function:
         raise RuntimeError("Function subclasses are used through their classmethod apply(), "
                            "not instantiated")
 
+    def __init_subclass__(cls, **kwargs):
+        """A built-in op gets the fast path `_apply_builtin` as its apply, chosen once, here, so
+        that a call pays no dispatch (a class that defines or inherits its own apply keeps it)."""
+        super().__init_subclass__(**kwargs)
+        if ("apply" not in cls.__dict__
+                and getattr(cls.apply, "__func__", None) in (_apply_builtin, _apply_general)):
+            cls.apply = classmethod(_apply_builtin if cls._builtin else _apply_general)
+
     @staticmethod
     def forward(ctx, *args):
         raise NotImplementedError("a Function must implement forward(ctx, *args)")
@@ -186,66 +204,58 @@ class Function:
 
     @classmethod
     def apply(cls, *args):
-        record = False
+        """Run forward; when grad mode is on and an input requires grad, record a Node."""
+        # which inputs need a gradient: none while grad mode is off
         if _State.enabled:
-            needs = []                      # (plain loops: cheaper than comprehensions here)
-            for a in args:
-                n = isinstance(a, Tensor) and a._rg
-                needs.append(n)
-                record = record or n
-        if record:
-            ctx = _new(Node)
-            ctx._fn = cls
-            ctx.needs_input_grad = tuple(needs)
-        elif cls._builtin:
-            ctx = _NO_RECORD
+            needs = tuple([isinstance(a, Tensor) and a._rg for a in args])
         else:
-            ctx = Node(cls)
-            ctx.needs_input_grad = (False,) * len(args)
-
-        if cls._builtin:
+            needs = (False,) * len(args)
+        record = any(needs)
+        # forward, with the ctx it saves into; to autograd it is one op, so grad mode is off
+        ctx = Node(cls)
+        ctx.needs_input_grad = needs
+        prev = _State.enabled
+        _State.enabled = False
+        try:
             out = cls.forward(ctx, *args)
-        else:
-            prev = _State.enabled
-            _State.enabled = False
-            try:
-                out = cls.forward(ctx, *args)
-            finally:
-                _State.enabled = prev
+        finally:
+            _State.enabled = prev
+        # wrap the results as Tensors
+        result, outputs = _wrap_outputs(cls, out, args)
+        # when recording, ctx becomes the Node behind the outputs
+        if record:
+            ctx._next = _edges(args, needs)          # where each input's gradient goes
+            ctx._seq = next(_sequence)               # its place on the tape
+            _connect_outputs(ctx, cls, out, outputs)  # the outputs' grad_fn; saved outputs
+            if _Recording.anomaly or _Recording.tape is not None:
+                _observe(ctx, args, outputs)
+        return result
 
-        if out.__class__ is np.ndarray:            # the common case: one array out
-            result = _new(Tensor)
-            result._data = out
-            result._grad = result._fn = result._hooks = result._retains = result._base = None
-            result._nr = 0
-            result._vc = [0, None]
-            result._rg = False
-            if cls.is_view and out.base is not None:
-                _share_version(result, args[0])
-            if record:
-                ctx._next = _edges(args, needs)
-                ctx._seq = next(_sequence)
-                ctx._out_meta = ((out.shape, out.dtype),)
-                if out.dtype.kind == "f" and ctx._non_diff is None:
-                    result._rg = True
-                    result._fn = ctx
-                if cls.save_output:
-                    entry = (None, result._vc, result._vc[0], out, 0)
-                    ctx._saved = ctx._saved + [entry] if ctx._saved else [entry]
-                if _Recording.anomaly or _Recording.tape is not None:
-                    _observe(ctx, args, (result,))
-            return result
 
-        if isinstance(out, tuple):
-            outputs = tuple([_as_output(o, args) for o in out])
-            result = outputs
-        else:
-            result = _as_output(out, args)
-            outputs = (result,)
-        if cls.is_view:
-            for o in outputs:
-                if o is not None and o._data.base is not None:
-                    _share_version(o, args[0])
+_apply_general = Function.apply.__func__   # the function behind Function.apply
+
+
+def _apply_builtin(cls, *args):
+    """`Function.apply` for built-in ops, the hot path of every op: the same steps, with the
+    common case (forward returns one numpy array) written out by hand. A built-in's forward reads
+    and returns numpy arrays, so it runs in any grad mode and a ctx that saves nothing will do
+    when nothing is recorded."""
+    record = False
+    if _State.enabled:
+        needs = []                      # (plain loops: cheaper than comprehensions here)
+        for a in args:
+            n = isinstance(a, Tensor) and a._rg
+            needs.append(n)
+            record = record or n
+    if record:
+        ctx = _new(Node)
+        ctx._fn = cls
+        ctx.needs_input_grad = tuple(needs)
+    else:
+        ctx = _NO_RECORD
+    out = cls.forward(ctx, *args)
+    if out.__class__ is not np.ndarray:   # several outputs, or Tensors: the general way
+        result, outputs = _wrap_outputs(cls, out, args)
         if record:
             ctx._next = _edges(args, needs)
             ctx._seq = next(_sequence)
@@ -253,6 +263,44 @@ class Function:
             if _Recording.anomaly or _Recording.tape is not None:
                 _observe(ctx, args, outputs)
         return result
+
+    result = _new(Tensor)                 # Tensor._make, inlined
+    result._data = out
+    result._grad = result._fn = result._hooks = result._retains = result._base = None
+    result._nr = 0
+    result._vc = [0, None]
+    result._rg = False
+    if cls.is_view and out.base is not None:
+        _share_version(result, args[0])
+    if record:
+        ctx._next = _edges(args, needs)
+        ctx._seq = next(_sequence)
+        ctx._out_meta = ((out.shape, out.dtype),)   # _connect_outputs, inlined
+        if out.dtype.kind == "f" and ctx._non_diff is None:
+            result._rg = True
+            result._fn = ctx
+        if cls.save_output:
+            entry = (None, result._vc, result._vc[0], out, 0)
+            ctx._saved = ctx._saved + [entry] if ctx._saved else [entry]
+        if _Recording.anomaly or _Recording.tape is not None:
+            _observe(ctx, args, (result,))
+    return result
+
+
+def _wrap_outputs(cls, out, args):
+    """forward's result as Tensors: (what apply returns, the tuple of outputs). Views share
+    their base's version counter."""
+    if isinstance(out, tuple):
+        outputs = tuple([_as_output(o, args) for o in out])
+        result = outputs
+    else:
+        result = _as_output(out, args)
+        outputs = (result,)
+    if cls.is_view:
+        for o in outputs:
+            if o is not None and o._data.base is not None:
+                _share_version(o, args[0])
+    return result, outputs
 
 
 def _edges(args, needs):
