@@ -44,13 +44,16 @@ def info(out=sys.stdout):
             rows.append(("cpu features (libmte)", ", ".join(feats) or "none"))
     rows.append(("cpu features (os)", ", ".join(_cpu_flags()) or "unknown"))
     dispatch = data.pop("dispatch")
+    isa_table = data.pop("isa_table", None)
+    if isa_table:
+        rows.append(("ISA per C family", ", ".join(f"{f} {isa}" for f, isa in isa_table.items())))
     for k, v in data.items():
         rows.append((k, str(v)))
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"{k:<{width}}  {v}", file=out)
     # the backend's dispatch table (backend/__init__.py): what runs each kernel
-    print("\nkernel dispatch (backend/__init__.py)", file=out)
+    print("\nkernel dispatch (backend/__init__.py; ISA from native/src/cpu.c)", file=out)
     width = max(len(k) for k in dispatch)
     for kernel, impl in dispatch.items():
         print(f"  {kernel:<{width}}  {impl}", file=out)

@@ -213,6 +213,26 @@ def test_every_isa_in_process():
         _C.set_isa("auto")
 
 
+FAMILIES = {"sgemm", "epilogue", "im2col", "depthwise3x3", "pool", "winograd"}
+
+
+def test_dispatch_table_switches_every_family():
+    """One ISA table: every family reports the active ISA or 'generic', set_isa switches
+    them all, and every ISA runs its own SGEMM microkernel."""
+    try:
+        for isa in _C.available_isas():
+            _C.set_isa(isa)
+            table = _C.dispatch_table()
+            assert set(table) == FAMILIES, table
+            assert set(table.values()) <= {isa, "generic"}, table
+            assert table["sgemm"] == isa
+        _C.set_isa("generic")
+        assert set(_C.dispatch_table().values()) == {"generic"}
+    finally:
+        _C.set_isa("auto")
+    assert _C.dispatch_table()["sgemm"] == _C.active_isa()
+
+
 def test_mte_isa_environment_variable():
     script = ("import numpy as np; from minitorch_edge import _C; "
               "a = np.arange(35, dtype=np.float32).reshape(5, 7) / 7; "

@@ -5,18 +5,21 @@ An op never computes on arrays itself: it calls a kernel of this module, e.g.
 implementations with the same name, signature and result (to float32 rounding):
 
 * the numpy twin in ``numpy_backend.py``: the readable reference, always present;
-* a native one in ``native_<family>.py`` over libmte (``minitorch_edge._C``), where the
-  extension was built with that kernel family. It handles the cases its C kernel covers and
-  hands every other case (other dtypes, odd layouts) to the numpy twin, so behaviour never
-  differs between backends.
+* a native one in ``native_gemm.py``, ``native_conv.py``, ``native_pool.py`` or
+  ``native_optim.py`` over libmte (``minitorch_edge._C``), where the extension was built
+  with that kernel set. It handles the cases its C kernel covers and hands every other case
+  (other dtypes, odd layouts) to the numpy twin, so behaviour never differs between backends.
 
 The table below is the whole dispatch: one row per kernel, naming the native module that
-holds its native version (a function of the kernel's name, as in numpy_backend) and the
-libmte family that version needs. ``use("numpy" | "native" | "auto")`` binds every kernel
-name of this module to one of its two implementations (the environment variable
-``MTE_BACKEND`` gives the first choice; default ``auto``: native where built). A native family that was not built is simply absent from ``_C.kernels()``, and its
-rows run their numpy twin: that is the one convention for "not built". ``table()`` (printed by
-``minitorch-edge info``) says for each kernel what runs it: ``numpy`` or ``native[ISA]``.
+holds its native version (a function of the kernel's name, as in numpy_backend), the libmte
+kernel set that version needs (as ``_C.kernels()`` lists them), and the C family whose
+per-ISA kernels do its work (a column of libmte's ISA table, native/src/cpu.c).
+``use("numpy" | "native" | "auto")`` binds every kernel name of this module to one of its
+two implementations (the environment variable ``MTE_BACKEND`` gives the first choice;
+default ``auto``: native where built). A kernel set that was not built is simply absent from
+``_C.kernels()``, and its rows run their numpy twin: that is the one convention for "not
+built". ``table()`` (printed by ``minitorch-edge info``) says for each kernel what runs it:
+``numpy`` or ``native[ISA]``.
 
 Kernels that have an inference-only fast path (Winograd, prepacked weights) take an
 ``inference`` argument from their caller; the rule for when to take it lives in the native
@@ -35,7 +38,8 @@ __all__ = ["KERNELS", "use", "active", "table", "info", "set_num_threads", "get_
 class Kernel(NamedTuple):
     name: str               # backend.<name>; numpy_backend.<name> is its numpy twin
     native: Optional[str]   # the module under backend/ whose <name> is the native version
-    family: Optional[str]   # the libmte kernel family that version needs (in _C.kernels())
+    needs: Optional[str]    # the libmte kernel set that version needs (listed by _C.kernels())
+    isa_family: Optional[str]  # the C family whose per-ISA kernels do its work (cpu.c's table)
 
     @property
     def numpy(self):
@@ -45,27 +49,27 @@ class Kernel(NamedTuple):
 KERNELS = {}
 
 
-def _kernel(name, native=None, family=None):
+def _kernel(name, native=None, needs=None, isa_family=None):
     """Add one row to the table; the name is bound to the numpy twin until use() runs."""
-    KERNELS[name] = Kernel(name, native, family)
+    KERNELS[name] = Kernel(name, native, needs, isa_family)
     return getattr(numpy_backend, name)
 
 
 # ---- the dispatch table: kernel = numpy_backend.<kernel> or <native module>.<kernel> ----------
-#                                             native module     libmte family
-matmul                 = _kernel("matmul",                 "native_gemm",  "sgemm")
-linear                 = _kernel("linear",                 "native_gemm",  "sgemm")
-gemm_epilogue          = _kernel("gemm_epilogue",          "native_gemm",  "sgemm")
-conv2d                 = _kernel("conv2d",                 "native_conv",  "conv2d")
-conv2d_backward_input  = _kernel("conv2d_backward_input",  "native_conv",  "conv2d")
-conv2d_backward_weight = _kernel("conv2d_backward_weight", "native_conv",  "conv2d")
-max_pool2d             = _kernel("max_pool2d",             "native_pool",  "pool2d")
-max_pool2d_backward    = _kernel("max_pool2d_backward",    "native_pool",  "pool2d")
+#                                             native module   needs     ISA family (cpu.c)
+matmul                 = _kernel("matmul",                 "native_gemm",  "sgemm",  "sgemm")
+linear                 = _kernel("linear",                 "native_gemm",  "sgemm",  "sgemm")
+gemm_epilogue          = _kernel("gemm_epilogue",          "native_gemm",  "sgemm",  "sgemm")
+conv2d                 = _kernel("conv2d",                 "native_conv",  "conv2d", "sgemm")
+conv2d_backward_input  = _kernel("conv2d_backward_input",  "native_conv",  "conv2d", "sgemm")
+conv2d_backward_weight = _kernel("conv2d_backward_weight", "native_conv",  "conv2d", "sgemm")
+max_pool2d             = _kernel("max_pool2d",             "native_pool",  "pool2d", "pool")
+max_pool2d_backward    = _kernel("max_pool2d_backward",    "native_pool",  "pool2d", "pool")
 adaptive_max_pool2d    = _kernel("adaptive_max_pool2d")    # numpy only
-avg_pool2d             = _kernel("avg_pool2d",             "native_pool",  "pool2d")
-avg_pool2d_backward    = _kernel("avg_pool2d_backward",    "native_pool",  "pool2d")
-sgd_step               = _kernel("sgd_step",               "native_optim", "optim")
-adam_step              = _kernel("adam_step",              "native_optim", "optim")
+avg_pool2d             = _kernel("avg_pool2d",             "native_pool",  "pool2d", "pool")
+avg_pool2d_backward    = _kernel("avg_pool2d_backward",    "native_pool",  "pool2d", "pool")
+sgd_step               = _kernel("sgd_step",               "native_optim", "optim")  # portable C
+adam_step              = _kernel("adam_step",              "native_optim", "optim")  # portable C
 # ----------------------------------------------------------------------------------------------
 __all__ += list(KERNELS)
 
@@ -85,7 +89,7 @@ def _load_extension():
 
 def _native_function(kernel, ext):
     """The native implementation of `kernel`, or None if this build lacks its family."""
-    if kernel.native is None or ext is None or kernel.family not in ext.kernels():
+    if kernel.native is None or ext is None or kernel.needs not in ext.kernels():
         return None
     return getattr(importlib.import_module(f".{kernel.native}", __name__), kernel.name)
 
@@ -111,14 +115,16 @@ def active():
 
 
 def table():
-    """{kernel: what runs it}: "numpy" or "native[ISA]" (the ISA of its libmte family)."""
-    families = _C.dispatch_table() if _C is not None and hasattr(_C, "dispatch_table") else {}
+    """{kernel: what runs it}: "numpy", or "native[ISA]" with the ISA whose kernels its C
+    family runs now (libmte's ISA table, native/src/cpu.c), "native[portable]" for C code
+    compiled without ISA flags."""
+    isa_of = _C.dispatch_table() if _C is not None else {}
     out = {}
     for kernel in KERNELS.values():
         if globals()[kernel.name] is kernel.numpy:
             out[kernel.name] = "numpy"
         else:
-            out[kernel.name] = f"native[{families.get(kernel.family, _C.active_isa())}]"
+            out[kernel.name] = f"native[{isa_of.get(kernel.isa_family, 'portable')}]"
     return out
 
 
@@ -133,6 +139,8 @@ def info():
     else:
         out["native"] = "not built (numpy backend only)"
     out["dispatch"] = table()
+    if ext is not None:
+        out["isa_table"] = ext.dispatch_table()
     return out
 
 

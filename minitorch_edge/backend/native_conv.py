@@ -2,11 +2,11 @@
 
 Same names, signatures and results (to float32 rounding) as the numpy twins in
 numpy_backend.py; the dispatch table in backend/__init__.py binds them where libmte's "conv2d"
-family is built. Which kernel runs, decided here, next to the kernels:
+kernels are built. Which kernel runs, decided here, next to the kernels:
 
-    depthwise 3x3, padding 1, stride 1 or 2     _C.depthwise3x3*      ("depthwise3x3" family;
+    depthwise 3x3, padding 1, stride 1 or 2     _C.depthwise3x3*      ("depthwise3x3" kernels;
     (epilogue: bias + ReLU/ReLU6 only)                                native/src/depthwise.c)
-    3x3, stride 1, groups 1, symmetric padding  _C.winograd3x3        ("winograd3x3" family,
+    3x3, stride 1, groups 1, symmetric padding  _C.winograd3x3        ("winograd3x3" kernels,
     (inference=True only; no residual)                                when _C.winograd_should_use;
                                                                       U cached: prepared.py)
     everything else (any stride, padding, dilation, groups; 1x1 as a plain GEMM)
@@ -41,7 +41,7 @@ from . import prepared
 
 __all__ = ["conv2d", "conv2d_backward_input", "conv2d_backward_weight"]
 
-# sub-families of the conv route; the "conv2d" family itself is checked by the dispatch table
+# the kernel sets the conv route uses besides "conv2d" (which the dispatch table checks)
 _DEPTHWISE = "depthwise3x3" in _C.kernels()
 _WINOGRAD = "winograd3x3" in _C.kernels()
 _F32 = np.dtype(np.float32)

@@ -3,7 +3,7 @@
 
 Each function has its numpy twin's name, signature and result (to float32 rounding); the
 dispatch table in backend/__init__.py binds ``backend.<name>`` to it where libmte's "sgemm"
-family is built. Importing this module raises ImportError when ``minitorch_edge._C`` was not
+kernels are built. Importing this module raises ImportError when ``minitorch_edge._C`` was not
 built at all.
 
 Division of labour (README, "Architecture"): this file owns everything about shapes, strides,

@@ -7,7 +7,8 @@ that share no memory; anything else (float64 parameters, views, a gradient that 
 parameter, which the binding refuses before writing anything) goes to the numpy twin, so
 behaviour never differs.
 
-The dispatch table in backend/__init__.py binds them where libmte's "optim" family is built.
+The dispatch table in backend/__init__.py binds them where libmte's "optim" kernels are
+built.
 """
 import numpy as np
 

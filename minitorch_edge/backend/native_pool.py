@@ -7,7 +7,8 @@ with PyTorch's window rules (padding at most half the kernel); anything else -- 
 array-likes, parameters the twin accepts but PyTorch does not -- goes to the numpy twin, so
 behaviour never differs. Arrays that are not C-contiguous are copied once.
 
-The dispatch table in backend/__init__.py binds them where libmte's "pool2d" family is built.
+The dispatch table in backend/__init__.py binds them where libmte's "pool2d" kernels are
+built.
 """
 import operator
 

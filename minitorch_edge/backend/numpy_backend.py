@@ -282,6 +282,8 @@ def max_pool2d_backward(grad_y, indices, x_shape):
     (indices as max_pool2d returns them; overlapping windows accumulate)."""
     n, c, h, w = x_shape
     planes = n * c
+    if planes == 0 or grad_y.size == 0:         # an empty batch (or no channels): no windows
+        return np.zeros(x_shape, grad_y.dtype)
     flat = indices.reshape(planes, -1) + (np.arange(planes, dtype=np.int64) * (h * w))[:, None]
     gx = np.bincount(flat.ravel(), weights=grad_y.ravel(), minlength=planes * h * w)
     return gx.astype(grad_y.dtype, copy=False).reshape(x_shape)

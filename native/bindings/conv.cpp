@@ -3,8 +3,8 @@
 // _C.conv2d_backward_input, _C.conv2d_backward_weight. Same conventions as the numpy twins
 // in minitorch_edge/backend/numpy_backend.py: NCHW, padding (top, bottom, left, right).
 #include <array>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "common.h"
 
@@ -14,32 +14,14 @@ using namespace mte_py;
 
 constexpr int64_t kMaxParam = int64_t(1) << 30;
 
-// an int, or a sequence of `n` ints (n in allowed sizes), each in [lo, kMaxParam]
+// an int, or a sequence of n1 or n2 ints, each in [lo, 2**30]
 std::vector<int64_t> ints(const char *op, const char *name, py::handle obj, size_t n1,
                           size_t n2, int64_t lo) {
-  std::vector<int64_t> v;
-  auto as_int = [&](py::handle h) -> int64_t {
-    if (py::isinstance<py::bool_>(h) || !PyIndex_Check(h.ptr()))
-      throw py::type_error(std::string(op) + ": " + name +
-                           " must be an int or a tuple of ints, got " + type_name(h));
-    return py::cast<int64_t>(py::reinterpret_borrow<py::object>(h).attr("__index__")());
-  };
-  if (py::isinstance<py::sequence>(obj) && !py::isinstance<py::str>(obj)) {
-    for (auto h : py::reinterpret_borrow<py::sequence>(obj)) v.push_back(as_int(h));
-    if (v.size() != n1 && v.size() != n2) {
-      std::ostringstream s;
-      s << op << ": " << name << " must have " << n1;
-      if (n2 != n1) s << " or " << n2;
-      s << " values, got " << v.size();
-      throw py::value_error(s.str());
-    }
-  } else {
-    v.assign(n1, as_int(obj));
-  }
+  std::vector<int64_t> v = as_ints(op, name, obj, n1, n2);
   for (int64_t x : v)
     if (x < lo || x > kMaxParam)
-      throw py::value_error(std::string(op) + ": " + name + " values must be in [" +
-                            std::to_string(lo) + ", 2**30], got " + std::to_string(x));
+      throw py::value_error(msg(op, name, " values must be in [" + std::to_string(lo) +
+                                              ", 2**30], got " + std::to_string(x)));
   return v;
 }
 
@@ -72,28 +54,9 @@ void check_channels(const char *op, int64_t C, int64_t K, int64_t Cg, int64_t gr
   if (!s.str().empty()) throw py::value_error(s.str());
 }
 
-int parse_act(py::handle act) {
-  const std::string expected = "None, 'none', 'relu', 'relu6', 'gelu' or 'gelu_tanh'";
-  if (act.is_none()) return MTE_ACT_NONE;
-  if (!py::isinstance<py::str>(act))
-    throw py::type_error("conv2d: act must be " + expected + ", got " + type_name(act));
-  std::string a = py::cast<std::string>(act);
-  if (a == "none") return MTE_ACT_NONE;
-  if (a == "relu") return MTE_ACT_RELU;
-  if (a == "relu6") return MTE_ACT_RELU6;
-  if (a == "gelu") return MTE_ACT_GELU;
-  if (a == "gelu_tanh") return MTE_ACT_GELU_TANH;
-  throw py::value_error("conv2d: act must be " + expected + ", got '" + a + "'");
-}
-
 std::array<int64_t, 4> shape4(const char *op, const char *name, py::handle obj) {
   auto v = ints(op, name, obj, 4, 4, 0);
   return {v[0], v[1], v[2], v[3]};
-}
-
-py::array new_array(int64_t a, int64_t b, int64_t c, int64_t e) {
-  return py::array_t<float>({static_cast<py::ssize_t>(a), static_cast<py::ssize_t>(b),
-                             static_cast<py::ssize_t>(c), static_cast<py::ssize_t>(e)});
 }
 
 py::array conv2d(py::handle x_obj, py::handle w_obj, py::handle b_obj, py::handle stride,
@@ -104,7 +67,7 @@ py::array conv2d(py::handle x_obj, py::handle w_obj, py::handle b_obj, py::handl
   py::array w = checked_array(op, "w", w_obj, 4, 4);
   mte_conv2d_desc d{};
   geometry(op, d, stride, padding, dilation, groups);
-  const int act = parse_act(act_obj);
+  const int act = as_activation(op, "act", act_obj);
   d.batch = x.shape(0), d.in_channels = x.shape(1), d.in_h = x.shape(2), d.in_w = x.shape(3);
   d.out_channels = w.shape(0), d.kernel_h = w.shape(2), d.kernel_w = w.shape(3);
   check_channels(op, d.in_channels, d.out_channels, w.shape(1), groups,
@@ -112,16 +75,8 @@ py::array conv2d(py::handle x_obj, py::handle w_obj, py::handle b_obj, py::handl
   if (d.kernel_h < 1 || d.kernel_w < 1)
     throw py::value_error("conv2d: kernel size must be at least 1x1, got weight (" +
                           shape_str(w) + ")");
-  const float *bias = nullptr;
   py::array b;
-  if (!b_obj.is_none()) {
-    b = checked_array(op, "bias", b_obj, 1, 1);
-    if (b.shape(0) != d.out_channels)
-      throw py::value_error("conv2d: bias has " + std::to_string(b.shape(0)) +
-                            " values, expected one per output channel (" +
-                            std::to_string(d.out_channels) + ")");
-    bias = static_cast<const float *>(b.data());
-  }
+  const float *bias = optional_vector(op, "bias", b_obj, d.out_channels, b, "output channel");
   d.out_h = mte_conv2d_output_size(d.in_h, d.kernel_h, d.stride_h, d.pad_top, d.pad_bottom,
                                    d.dilation_h);
   d.out_w = mte_conv2d_output_size(d.in_w, d.kernel_w, d.stride_w, d.pad_left, d.pad_right,
@@ -137,9 +92,8 @@ py::array conv2d(py::handle x_obj, py::handle w_obj, py::handle b_obj, py::handl
     if (res.shape(0) != d.batch || res.shape(1) != d.out_channels || res.shape(2) != d.out_h ||
         res.shape(3) != d.out_w)
       throw py::value_error("conv2d: residual has shape (" + shape_str(res) +
-                            "), expected the output's shape (" + std::to_string(d.batch) +
-                            "x" + std::to_string(d.out_channels) + "x" +
-                            std::to_string(d.out_h) + "x" + std::to_string(d.out_w) + ")");
+                            "), expected the output's shape (" +
+                            dims_str({d.batch, d.out_channels, d.out_h, d.out_w}) + ")");
     residual = static_cast<const float *>(res.data());
   }
   const float *packed = nullptr;
@@ -150,16 +104,12 @@ py::array conv2d(py::handle x_obj, py::handle w_obj, py::handle b_obj, py::handl
     packed = static_cast<const float *>(pk.data());
     packed_floats = pk.shape(0);
   }
-  py::array y = new_array(d.batch, d.out_channels, d.out_h, d.out_w);
-  const float *xp = static_cast<const float *>(x.data());
-  const float *wp = static_cast<const float *>(w.data());
+  py::array y = new_f32({d.batch, d.out_channels, d.out_h, d.out_w});
   float *yp = static_cast<float *>(y.mutable_data());
-  int st;
-  {
-    py::gil_scoped_release nogil;
-    st = mte_conv2d_forward_packed(&d, xp, wp, packed, packed_floats, bias, act, residual, yp,
-                                   nullptr);
-  }
+  int st = without_gil([&] {
+    return mte_conv2d_forward_packed(&d, fptr(x), fptr(w), packed, packed_floats, bias, act,
+                                     residual, yp, nullptr);
+  });
   if (st == MTE_EINVAL && packed)  // every other argument was checked above
     throw py::value_error("conv2d: packed_w was not packed for this weight (" + shape_str(w) +
                           ", groups=" + std::to_string(groups) + ") with the active ISA (" +
@@ -191,13 +141,36 @@ py::object pack_weight(py::handle w_obj, int64_t groups) {
   raise_status(op, n < 0 ? MTE_EINVAL : MTE_OK);
   if (n == 0) return py::none();
   py::array_t<float> out(static_cast<py::ssize_t>(n));
-  int st;
-  {
-    py::gil_scoped_release nogil;
-    st = mte_conv2d_pack_weight(&d, static_cast<const float *>(w.data()), out.mutable_data(), n);
-  }
-  raise_status(op, st);
+  float *dst = out.mutable_data();
+  run_kernel(op, [&] { return mte_conv2d_pack_weight(&d, fptr(w), dst, n); });
   return std::move(out);
+}
+
+// The descriptor of a backward pass: input xs (N, C, H, W), weight ws (K, C/groups, kh, kw)
+// and grad_y, checked against each other; x_desc, w_desc and batch say where each size came
+// from, for the messages.
+mte_conv2d_desc backward_desc(const char *op, const std::array<int64_t, 4> &xs,
+                              const std::array<int64_t, 4> &ws, const py::array &gy,
+                              py::handle stride, py::handle padding, py::handle dilation,
+                              int64_t groups, const std::string &x_desc,
+                              const std::string &w_desc, const char *batch) {
+  mte_conv2d_desc d{};
+  geometry(op, d, stride, padding, dilation, groups);
+  d.batch = xs[0], d.in_channels = xs[1], d.in_h = xs[2], d.in_w = xs[3];
+  d.out_channels = ws[0], d.kernel_h = ws[2], d.kernel_w = ws[3];
+  d.out_h = gy.shape(2), d.out_w = gy.shape(3);
+  check_channels(op, d.in_channels, d.out_channels, ws[1], groups, x_desc, w_desc);
+  if (gy.shape(0) != d.batch || gy.shape(1) != d.out_channels)
+    throw py::value_error(std::string(op) + ": grad_y (" + shape_str(gy) + ") does not match " +
+                          batch + " " + std::to_string(d.batch) + " and " +
+                          std::to_string(d.out_channels) + " output channels");
+  if (d.kernel_h < 1 || d.kernel_w < 1)
+    throw py::value_error(std::string(op) + ": kernel size must be at least 1x1");
+  return d;
+}
+
+std::array<int64_t, 4> shape_of(const py::array &a) {
+  return {a.shape(0), a.shape(1), a.shape(2), a.shape(3)};
 }
 
 py::array backward_input(py::handle gy_obj, py::handle w_obj, py::handle x_shape,
@@ -207,29 +180,12 @@ py::array backward_input(py::handle gy_obj, py::handle w_obj, py::handle x_shape
   py::array gy = checked_array(op, "grad_y", gy_obj, 4, 4);
   py::array w = checked_array(op, "w", w_obj, 4, 4);
   auto xs = shape4(op, "x_shape", x_shape);
-  mte_conv2d_desc d{};
-  geometry(op, d, stride, padding, dilation, groups);
-  d.batch = xs[0], d.in_channels = xs[1], d.in_h = xs[2], d.in_w = xs[3];
-  d.out_channels = w.shape(0), d.kernel_h = w.shape(2), d.kernel_w = w.shape(3);
-  d.out_h = gy.shape(2), d.out_w = gy.shape(3);
-  check_channels(op, d.in_channels, d.out_channels, w.shape(1), groups, "x_shape",
-                 "(" + shape_str(w) + ")");
-  if (gy.shape(0) != d.batch || gy.shape(1) != d.out_channels)
-    throw py::value_error(std::string(op) + ": grad_y (" + shape_str(gy) +
-                          ") does not match batch " + std::to_string(d.batch) + " and " +
-                          std::to_string(d.out_channels) + " output channels");
-  if (d.kernel_h < 1 || d.kernel_w < 1)
-    throw py::value_error(std::string(op) + ": kernel size must be at least 1x1");
-  py::array gx = new_array(xs[0], xs[1], xs[2], xs[3]);
-  const float *gp = static_cast<const float *>(gy.data());
-  const float *wp = static_cast<const float *>(w.data());
+  const mte_conv2d_desc d = backward_desc(op, xs, shape_of(w), gy, stride, padding, dilation,
+                                          groups, "x_shape", "(" + shape_str(w) + ")", "batch");
+  py::array gx = new_f32({xs[0], xs[1], xs[2], xs[3]});
   float *out = static_cast<float *>(gx.mutable_data());
-  int st;
-  {
-    py::gil_scoped_release nogil;
-    st = mte_conv2d_backward_input(&d, gp, wp, out, nullptr);
-  }
-  raise_status(op, st);
+  run_kernel(op,
+             [&] { return mte_conv2d_backward_input(&d, fptr(gy), fptr(w), out, nullptr); });
   return gx;
 }
 
@@ -240,29 +196,13 @@ py::array backward_weight(py::handle gy_obj, py::handle x_obj, py::handle w_shap
   py::array gy = checked_array(op, "grad_y", gy_obj, 4, 4);
   py::array x = checked_array(op, "x", x_obj, 4, 4);
   auto ws = shape4(op, "w_shape", w_shape);
-  mte_conv2d_desc d{};
-  geometry(op, d, stride, padding, dilation, groups);
-  d.batch = x.shape(0), d.in_channels = x.shape(1), d.in_h = x.shape(2), d.in_w = x.shape(3);
-  d.out_channels = ws[0], d.kernel_h = ws[2], d.kernel_w = ws[3];
-  d.out_h = gy.shape(2), d.out_w = gy.shape(3);
-  check_channels(op, d.in_channels, d.out_channels, ws[1], groups, "x (" + shape_str(x) + ")",
-                 "shape w_shape");
-  if (gy.shape(0) != d.batch || gy.shape(1) != d.out_channels)
-    throw py::value_error(std::string(op) + ": grad_y (" + shape_str(gy) +
-                          ") does not match x's batch " + std::to_string(d.batch) + " and " +
-                          std::to_string(d.out_channels) + " output channels");
-  if (d.kernel_h < 1 || d.kernel_w < 1)
-    throw py::value_error(std::string(op) + ": kernel size must be at least 1x1");
-  py::array gw = new_array(ws[0], ws[1], ws[2], ws[3]);
-  const float *gp = static_cast<const float *>(gy.data());
-  const float *xp = static_cast<const float *>(x.data());
+  const mte_conv2d_desc d =
+      backward_desc(op, shape_of(x), ws, gy, stride, padding, dilation, groups,
+                    "x (" + shape_str(x) + ")", "shape w_shape", "x's batch");
+  py::array gw = new_f32({ws[0], ws[1], ws[2], ws[3]});
   float *out = static_cast<float *>(gw.mutable_data());
-  int st;
-  {
-    py::gil_scoped_release nogil;
-    st = mte_conv2d_backward_weight(&d, gp, xp, out, nullptr);
-  }
-  raise_status(op, st);
+  run_kernel(op,
+             [&] { return mte_conv2d_backward_weight(&d, fptr(gy), fptr(x), out, nullptr); });
   return gw;
 }
 

@@ -1,26 +1,21 @@
 // module.cpp - minitorch_edge._C: the pybind11 bridge from numpy arrays to libmte.
 //
-// The rule of this layer (see DESIGN.md, "Backend contract"): Python owns shapes, strides,
-// views and broadcasting; the kernels get C-contiguous buffers and explicit sizes. So every
-// function here first validates its arrays (dtype -> TypeError; rank, contiguity, sizes,
-// aliasing -> ValueError), then hands raw pointers to the C library with the GIL released.
-// Arrays are used in place (zero-copy); nothing here ever copies or converts silently.
-
-#include <pybind11/numpy.h>
-#include <pybind11/pybind11.h>
+// The rule of this layer (the backend contract, see README.md, "Architecture"): Python owns
+// shapes, strides, views and broadcasting; the kernels get C-contiguous buffers and explicit
+// sizes. So every function here first validates its arrays (dtype -> TypeError; rank,
+// contiguity, sizes, aliasing -> ValueError; common.h), then hands raw pointers to the C
+// library with the GIL released. Arrays are used in place (zero-copy); nothing here ever
+// copies or converts silently.
+//
+// This file: the module, sgemm / matmul and the library-wide queries (ISA, dispatch table,
+// threads, workspace); each kernel family's bindings are in their own file.
 #include <pybind11/stl.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <new>
-#include <stdexcept>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include "mte.h"
-
-namespace py = pybind11;
 
 #include "common.h"
 
@@ -29,22 +24,6 @@ namespace {
 using namespace mte_py;
 
 // ------------------------------------------------------------------------------ sgemm
-
-// "none"/"relu"/"relu6"/"gelu"/"gelu_tanh" (or None) -> mte_activation
-int sgemm_act(py::handle act) {
-  const char *expected = "None, 'none', 'relu', 'relu6', 'gelu' or 'gelu_tanh'";
-  if (act.is_none()) return MTE_ACT_NONE;
-  if (!py::isinstance<py::str>(act))
-    throw py::type_error(std::string("sgemm: act must be ") + expected + ", got " +
-                         type_name(act));
-  const std::string a = py::cast<std::string>(act);
-  if (a == "none") return MTE_ACT_NONE;
-  if (a == "relu") return MTE_ACT_RELU;
-  if (a == "relu6") return MTE_ACT_RELU6;
-  if (a == "gelu") return MTE_ACT_GELU;
-  if (a == "gelu_tanh") return MTE_ACT_GELU_TANH;
-  throw py::value_error(std::string("sgemm: act must be ") + expected + ", got '" + a + "'");
-}
 
 py::array sgemm(py::handle a_obj, py::handle b_obj, bool trans_a, bool trans_b, float alpha,
                 float beta, py::handle out_obj, py::handle bias_obj, const std::string &bias_mode,
@@ -66,49 +45,36 @@ py::array sgemm(py::handle a_obj, py::handle b_obj, bool trans_a, bool trans_b, 
 
   // the epilogue: act(... + bias + residual)
   mte_epilogue ep{};
-  ep.activation = sgemm_act(act_obj);
+  ep.activation = as_activation("sgemm", "act", act_obj);
   if (bias_mode != "col" && bias_mode != "row")
     throw py::value_error("sgemm: bias_mode must be 'col' (one bias per column, length N) or "
                           "'row' (one per row, length M), got '" + bias_mode + "'");
   py::array bias, res;
-  if (!bias_obj.is_none()) {
-    bias = checked_array("sgemm", "bias", bias_obj, 1, 1);
-    const bool col = bias_mode == "col";
-    const int64_t want = col ? N : M;
-    if (bias.shape(0) != want) {
-      std::ostringstream s;
-      s << "sgemm: bias has shape (" << shape_str(bias) << "), expected (" << want
-        << ",): one value per " << (col ? "column (N" : "row (M") << " = " << want
-        << ") of the " << M << "x" << N << " result for bias_mode='" << bias_mode << "'";
-      throw py::value_error(s.str());
-    }
-    ep.bias_mode = col ? MTE_BIAS_PER_COL : MTE_BIAS_PER_ROW;
-    ep.bias = static_cast<const float *>(bias.data());
-  }
+  const bool col = bias_mode == "col";
+  const int64_t nbias = col ? N : M;
+  ep.bias = optional_vector("sgemm", "bias", bias_obj, nbias, bias,
+                            std::string(col ? "column (N" : "row (M") + " = " +
+                                std::to_string(nbias) + ") of the " + dims_str({M, N}) +
+                                " result for bias_mode='" + bias_mode + "'");
+  if (ep.bias) ep.bias_mode = col ? MTE_BIAS_PER_COL : MTE_BIAS_PER_ROW;
   if (!res_obj.is_none()) {
     res = checked_array("sgemm", "residual", res_obj, 2, 2);
-    if (res.shape(0) != M || res.shape(1) != N) {
-      std::ostringstream s;
-      s << "sgemm: residual has shape (" << shape_str(res) << "), expected (" << M << "x" << N
-        << "), the shape of the result";
-      throw py::value_error(s.str());
-    }
+    if (res.shape(0) != M || res.shape(1) != N)
+      throw py::value_error("sgemm: residual has shape (" + shape_str(res) + "), expected (" +
+                            dims_str({M, N}) + "), the shape of the result");
     ep.residual = static_cast<const float *>(res.data());
     ep.ld_residual = std::max<int64_t>(1, N);
   }
 
   py::array out;
   if (out_obj.is_none()) {
-    out = py::array_t<float>({static_cast<py::ssize_t>(M), static_cast<py::ssize_t>(N)});
+    out = new_f32({M, N});
     beta = 0.0f;  // a fresh output starts as zeros, so beta * C contributes nothing
   } else {
     out = checked_array("sgemm", "out", out_obj, 2, 2);
-    if (out.shape(0) != M || out.shape(1) != N) {
-      std::ostringstream s;
-      s << "sgemm: out has shape (" << shape_str(out) << "), expected (" << M << "x" << N
-        << ")";
-      throw py::value_error(s.str());
-    }
+    if (out.shape(0) != M || out.shape(1) != N)
+      throw py::value_error("sgemm: out has shape (" + shape_str(out) + "), expected (" +
+                            dims_str({M, N}) + ")");
     if (!out.writeable()) throw py::value_error("sgemm: out is read-only");
     if (overlaps(out, a) || overlaps(out, b))
       throw py::value_error("sgemm: out must not share memory with a or b");
@@ -119,19 +85,14 @@ py::array sgemm(py::handle a_obj, py::handle b_obj, bool trans_a, bool trans_b, 
                             "itself, pass beta=1 instead)");
   }
 
-  const float *A = static_cast<const float *>(a.data());
-  const float *B = static_cast<const float *>(b.data());
   float *C = static_cast<float *>(out.mutable_data());
   const int64_t lda = std::max<int64_t>(1, a.shape(1));
   const int64_t ldb = std::max<int64_t>(1, b.shape(1));
   const int64_t ldc = std::max<int64_t>(1, N);
-  int st;
-  {
-    py::gil_scoped_release nogil;
-    st = mte_sgemm_ex(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, &ep,
-                      nullptr);
-  }
-  raise_status("sgemm", st);
+  run_kernel("sgemm", [&] {
+    return mte_sgemm_ex(trans_a, trans_b, M, N, K, alpha, fptr(a), lda, fptr(b), ldb, beta, C,
+                        ldc, &ep, nullptr);
+  });
   return out;
 }
 
@@ -158,24 +119,13 @@ py::array matmul(py::handle a_obj, py::handle b_obj) {
     batch = Bb;
   const int64_t stride_a = Ba == 1 ? 0 : M * K, stride_b = Bb == 1 ? 0 : K * N;
 
-  py::array out;
-  if (a3 || b3)
-    out = py::array_t<float>({static_cast<py::ssize_t>(batch), static_cast<py::ssize_t>(M),
-                              static_cast<py::ssize_t>(N)});
-  else
-    out = py::array_t<float>({static_cast<py::ssize_t>(M), static_cast<py::ssize_t>(N)});
-
-  const float *A = static_cast<const float *>(a.data());
-  const float *B = static_cast<const float *>(b.data());
+  py::array out = a3 || b3 ? new_f32({batch, M, N}) : new_f32({M, N});
   float *C = static_cast<float *>(out.mutable_data());
-  int st;
-  {
-    py::gil_scoped_release nogil;
-    st = mte_sgemm_batched(0, 0, batch, M, N, K, 1.0f, A, std::max<int64_t>(1, K), stride_a,
-                           B, std::max<int64_t>(1, N), stride_b, 0.0f, C,
-                           std::max<int64_t>(1, N), M * N);
-  }
-  raise_status("matmul", st);
+  const int64_t lda = std::max<int64_t>(1, K), ldb = std::max<int64_t>(1, N), ldc = ldb;
+  run_kernel("matmul", [&] {
+    return mte_sgemm_batched(0, 0, batch, M, N, K, 1.0f, fptr(a), lda, stride_a, fptr(b), ldb,
+                             stride_b, 0.0f, C, ldc, M * N);
+  });
   return out;
 }
 
@@ -191,6 +141,7 @@ std::vector<std::string> split_words(const char *s) {
 PYBIND11_MODULE(_C, m) {
   mte_bind_conv(m);
   mte_bind_depthwise(m);
+  mte_bind_pool(m);
   mte_bind_winograd(m);
   mte_bind_optim(m);
   m.doc() =
@@ -227,6 +178,16 @@ PYBIND11_MODULE(_C, m) {
         "CPU features detected at run time, e.g. ['sse2', 'avx2', 'fma', 'avx512f', ...].");
   m.def("active_isa", [] { return std::string(mte_active_isa()); },
         "The ISA whose microkernels are in use: 'avx512', 'avx2', 'neon' or 'generic'.");
+  m.def("dispatch_table",
+        [] {
+          py::dict table;
+          for (int i = 0; i < mte_family_count(); ++i)
+            table[mte_family_name(i)] = mte_family_isa(mte_family_name(i));
+          return table;
+        },
+        "{kernel family: ISA}: the ISA whose kernel of each family runs now ('generic' where\n"
+        "the active ISA has no specialised one), e.g. {'sgemm': 'avx512', 'epilogue': ...}.\n"
+        "set_isa switches every family together.");
   m.def("compiled_isas", [] { return split_words(mte_compiled_isas()); },
         "ISAs compiled into this build, best first.");
   m.def("available_isas",

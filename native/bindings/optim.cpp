@@ -60,15 +60,11 @@ void sgd_step(py::handle param_obj, py::handle grad_obj, py::handle buf_obj, dou
   }
   no_overlap(op, all);
   float *P = static_cast<float *>(p.mutable_data());
-  const float *G = static_cast<const float *>(g.data());
   const int64_t n = static_cast<int64_t>(p.size());
-  int st;
-  {
-    py::gil_scoped_release nogil;
-    st = mte_sgd_step(n, P, G, buf, lr, momentum, dampening, weight_decay, nesterov, maximize,
-                      first_step);
-  }
-  raise_status(op, st);
+  run_kernel(op, [&] {
+    return mte_sgd_step(n, P, fptr(g), buf, lr, momentum, dampening, weight_decay, nesterov,
+                        maximize, first_step);
+  });
 }
 
 void adam_step(py::handle param_obj, py::handle grad_obj, py::handle m_obj, py::handle v_obj,
@@ -92,17 +88,13 @@ void adam_step(py::handle param_obj, py::handle grad_obj, py::handle m_obj, py::
   }
   no_overlap(op, all);
   float *P = static_cast<float *>(p.mutable_data());
-  const float *G = static_cast<const float *>(g.data());
   float *M = static_cast<float *>(m.mutable_data());
   float *V = static_cast<float *>(v.mutable_data());
   const int64_t n = static_cast<int64_t>(p.size());
-  int st;
-  {
-    py::gil_scoped_release nogil;
-    st = mte_adam_step(n, P, G, M, V, vmax, step, lr, beta1, beta2, eps, weight_decay,
-                       decoupled_weight_decay, maximize);
-  }
-  raise_status(op, st);
+  run_kernel(op, [&] {
+    return mte_adam_step(n, P, fptr(g), M, V, vmax, step, lr, beta1, beta2, eps, weight_decay,
+                         decoupled_weight_decay, maximize);
+  });
 }
 
 }  // namespace

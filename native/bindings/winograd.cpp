@@ -10,14 +10,6 @@
 namespace {
 
 using namespace mte_py;
-namespace py = pybind11;
-
-std::string dims(std::initializer_list<int64_t> d) {
-  std::ostringstream s;
-  bool first = true;
-  for (int64_t v : d) s << (first ? "" : "x") << v, first = false;
-  return s.str();
-}
 
 // (K, C, 3, 3) float32 weights
 py::array checked_weight(const char *op, py::handle w_obj) {
@@ -39,16 +31,9 @@ py::array transform_weight(py::handle w_obj, int tile) {
   checked_tile(op, tile, false);
   py::array w = checked_weight(op, w_obj);
   const int64_t K = w.shape(0), C = w.shape(1), a2 = (tile + 2) * (tile + 2);
-  py::array out = py::array_t<float>(
-      {static_cast<py::ssize_t>(a2), static_cast<py::ssize_t>(C), static_cast<py::ssize_t>(K)});
-  const float *W = static_cast<const float *>(w.data());
+  py::array out = new_f32({a2, C, K});
   float *U = static_cast<float *>(out.mutable_data());
-  int st;
-  {
-    py::gil_scoped_release nogil;
-    st = mte_winograd_transform_weight(tile, K, C, W, U);
-  }
-  raise_status(op, st);
+  run_kernel(op, [&] { return mte_winograd_transform_weight(tile, K, C, fptr(w), U); });
   return out;
 }
 
@@ -71,7 +56,7 @@ py::array conv(py::handle x_obj, py::handle w_obj, py::handle bias_obj, int64_t 
   if (!w_obj.is_none()) {
     w = checked_weight(op, w_obj);
     K = w.shape(0);
-    Wp = static_cast<const float *>(w.data());
+    Wp = fptr(w);
     if (w.shape(1) != C)
       throw py::value_error(std::string(op) + ": w has " + std::to_string(w.shape(1)) +
                             " input channels but x has " + std::to_string(C) + " (x " +
@@ -90,45 +75,41 @@ py::array conv(py::handle x_obj, py::handle w_obj, py::handle bias_obj, int64_t 
     tile = ut;
     if (u.shape(1) != C || (K >= 0 && u.shape(2) != K))
       throw py::value_error(std::string(op) + ": U has shape (" + shape_str(u) +
-                            "), expected (" + dims({a2, C, K >= 0 ? K : u.shape(2)}) +
+                            "), expected (" + dims_str({a2, C, K >= 0 ? K : u.shape(2)}) +
                             ") for x (" + shape_str(x) + ")");
     K = u.shape(2);
-    Up = static_cast<const float *>(u.data());
+    Up = fptr(u);
   }
   if (K < 0) throw py::value_error(std::string(op) + ": give w or U (both are None)");
-  if (!bias_obj.is_none()) {
-    bias = checked_array(op, "bias", bias_obj, 1, 1);
-    if (bias.shape(0) != K)
-      throw py::value_error(std::string(op) + ": bias has " + std::to_string(bias.shape(0)) +
-                            " elements, expected " + std::to_string(K));
-    B = static_cast<const float *>(bias.data());
-  }
+  B = optional_vector(op, "bias", bias_obj, K, bias, "output channel");
   const int64_t Ho = H + 2 * pad_h - 2, Wo = W + 2 * pad_w - 2;
   if (Ho < 1 || Wo < 1)
     throw py::value_error(std::string(op) + ": input (" + shape_str(x) + ") with padding (" +
                           std::to_string(pad_h) + ", " + std::to_string(pad_w) +
                           ") is smaller than the 3x3 kernel");
 
-  py::array out = py::array_t<float>({static_cast<py::ssize_t>(N), static_cast<py::ssize_t>(K),
-                                      static_cast<py::ssize_t>(Ho), static_cast<py::ssize_t>(Wo)});
-  const float *X = static_cast<const float *>(x.data());
+  py::array out = new_f32({N, K, Ho, Wo});
   float *Y = static_cast<float *>(out.mutable_data());
-  int st;
-  {
-    py::gil_scoped_release nogil;
-    st = mte_winograd3x3(tile, N, C, H, W, K, pad_h, pad_w, X, Wp, Up, B, Y);
-  }
-  raise_status(op, st);
+  run_kernel(op, [&] {
+    return mte_winograd3x3(tile, N, C, H, W, K, pad_h, pad_w, fptr(x), Wp, Up, B, Y);
+  });
   return out;
 }
 
-// output size for the rule, from input size and padding
-void out_size(const char *op, int64_t N, int64_t C, int64_t K, int64_t H, int64_t W,
-              int64_t ph, int64_t pw, int64_t *Ho, int64_t *Wo) {
-  if (N < 0 || C < 0 || K < 0 || H < 0 || W < 0 || ph < 0 || pw < 0)
-    throw py::value_error(std::string(op) + ": sizes and padding must be >= 0");
-  *Ho = H + 2 * ph - 2;
-  *Wo = W + 2 * pw - 2;
+// Binds a rule of mte_winograd.h (rule(N, C, K, Ho, Wo, cached)) as
+// name(N, C, K, H, W, pad_h=1, pad_w=1, cached=False): the output size comes from the input
+// size and padding.
+template <class Rule>
+void def_rule(py::module_ &m, const char *name, Rule rule, const char *doc) {
+  m.def(name,
+        [name, rule](int64_t N, int64_t C, int64_t K, int64_t H, int64_t W, int64_t ph,
+                     int64_t pw, bool cached) {
+          if (N < 0 || C < 0 || K < 0 || H < 0 || W < 0 || ph < 0 || pw < 0)
+            throw py::value_error(std::string(name) + ": sizes and padding must be >= 0");
+          return rule(N, C, K, H + 2 * ph - 2, W + 2 * pw - 2, cached);
+        },
+        py::arg("N"), py::arg("C"), py::arg("K"), py::arg("H"), py::arg("W"),
+        py::arg("pad_h") = 1, py::arg("pad_w") = 1, py::arg("cached") = false, doc);
 }
 
 }  // namespace
@@ -149,32 +130,22 @@ void mte_bind_winograd(pybind11::module_ &m) {
         "C-contiguous. U: weights from winograd_transform_weight (then w may be None and\n"
         "the tile is U's). tile: 4 = F(4x4,3x3), 2 = F(2x2,3x3), 0 = winograd_tile's choice\n"
         "(with cached = U is not None).");
-  m.def("winograd_tile",
-        [](int64_t N, int64_t C, int64_t K, int64_t H, int64_t W, int64_t ph, int64_t pw,
-           bool cached) {
-          int64_t Ho, Wo;
-          out_size("winograd_tile", N, C, K, H, W, ph, pw, &Ho, &Wo);
-          return mte_winograd_tile(N, C, K, Ho, Wo, cached);
-        },
-        py::arg("N"), py::arg("C"), py::arg("K"), py::arg("H"), py::arg("W"),
-        py::arg("pad_h") = 1, py::arg("pad_w") = 1, py::arg("cached") = false,
-        "winograd_tile(N, C, K, H, W, pad_h=1, pad_w=1, cached=False) -> 4, 2 or 0\n\n"
-        "The Winograd tile the documented rule picks for a 3x3 stride-1 conv of an (N, C, H, W)\n"
-        "input to K channels (0 if the output is empty). cached: the weights are transformed\n"
-        "once (winograd_transform_weight) rather than in every call.");
-  m.def("winograd_should_use",
-        [](int64_t N, int64_t C, int64_t K, int64_t H, int64_t W, int64_t ph, int64_t pw,
-           bool cached) {
-          int64_t Ho, Wo;
-          out_size("winograd_should_use", N, C, K, H, W, ph, pw, &Ho, &Wo);
-          return mte_winograd_should_use(N, C, K, Ho, Wo, cached) != 0;
-        },
-        py::arg("N"), py::arg("C"), py::arg("K"), py::arg("H"), py::arg("W"),
-        py::arg("pad_h") = 1, py::arg("pad_w") = 1, py::arg("cached") = false,
-        "winograd_should_use(N, C, K, H, W, pad_h=1, pad_w=1, cached=False) -> bool\n\n"
-        "Whether Winograd (with winograd_tile's tile) is expected to beat im2col+GEMM for this\n"
-        "3x3 stride-1 conv; cached as for winograd_tile. The rule and its measurements are in\n"
-        "native/src/winograd_rule.c.");
+  def_rule(m, "winograd_tile",
+           [](int64_t N, int64_t C, int64_t K, int64_t Ho, int64_t Wo, bool cached) {
+             return mte_winograd_tile(N, C, K, Ho, Wo, cached);
+           },
+           "winograd_tile(N, C, K, H, W, pad_h=1, pad_w=1, cached=False) -> 4, 2 or 0\n\n"
+           "The Winograd tile the documented rule picks for a 3x3 stride-1 conv of an\n"
+           "(N, C, H, W) input to K channels (0 if the output is empty). cached: the weights\n"
+           "are transformed once (winograd_transform_weight) rather than in every call.");
+  def_rule(m, "winograd_should_use",
+           [](int64_t N, int64_t C, int64_t K, int64_t Ho, int64_t Wo, bool cached) {
+             return mte_winograd_should_use(N, C, K, Ho, Wo, cached) != 0;
+           },
+           "winograd_should_use(N, C, K, H, W, pad_h=1, pad_w=1, cached=False) -> bool\n\n"
+           "Whether Winograd (with winograd_tile's tile) is expected to beat im2col+GEMM for\n"
+           "this 3x3 stride-1 conv; cached as for winograd_tile. The rule and its measurements\n"
+           "are in native/src/winograd_rule.c.");
   m.def("winograd_workspace_reset_peak", &mte_winograd_workspace_reset_peak,
         "Start a new peak measurement of the Winograd workspace.");
   m.def("winograd_workspace_peak_bytes",

@@ -8,7 +8,8 @@
  *
  * Contents
  *   1. version and status codes
- *   2. CPU features and ISA dispatch  (mte_cpu_features, mte_active_isa, MTE_ISA env var)
+ *   2. CPU features and ISA dispatch  (mte_cpu_features, mte_active_isa, MTE_ISA env var,
+ *                                     mte_family_isa: the ISA each kernel family runs)
  *   3. threads                       (OpenMP when built with it, otherwise 1)
  *   4. workspace arena               (mte_arena_*: aligned scratch memory reused across calls)
  *   5. SGEMM                         (mte_sgemm, mte_sgemm_ex with a fused epilogue, batched)
@@ -89,8 +90,8 @@ MTE_API const char *mte_cpu_features_string(void);
 MTE_API const char *mte_cpu_feature_name(int bit);
 
 /*
- * ISA dispatch. Each kernel family has one microkernel per ISA: "generic" (portable C,
- * always present), "avx2" (AVX2+FMA), "avx512" (AVX-512 F/BW/DQ/VL), "neon" (aarch64).
+ * ISA dispatch. Each kernel family has one kernel per ISA: "generic" (portable C, always
+ * present), "avx2" (AVX2+FMA), "avx512" (AVX-512 F/BW/DQ/VL), "neon" (aarch64).
  * The best ISA that is both compiled in and supported by the CPU is chosen at first use.
  * The environment variable MTE_ISA=generic|avx2|avx512|neon|auto caps that choice: the
  * library uses the best available ISA that is not above the requested one (so
@@ -107,6 +108,25 @@ MTE_API int mte_isa_available(const char *name);
 /* Space-separated names of the ISAs compiled into this build, best first, e.g.
  * "avx512 avx2 generic". */
 MTE_API const char *mte_compiled_isas(void);
+
+/*
+ * Per-family dispatch. The ISA-specific code comes in kernel families: "sgemm" (the GEMM
+ * microkernel, also under conv and Winograd), "epilogue" (bias/residual/activation on a
+ * tile), "im2col" (conv packing and col2im loops), "depthwise3x3", "pool" (pooling row
+ * kernels) and "winograd" (the transforms). One table maps each ISA to its kernel of every
+ * family; the active ISA selects all of them together (mte_set_isa, MTE_ISA). An ISA with
+ * no specialised kernel for a family runs the generic one (e.g. neon's epilogue is the
+ * portable C, which the compiler turns into NEON code anyway).
+ *
+ *     for (int i = 0; i < mte_family_count(); ++i)
+ *       printf("%s: %s\n", mte_family_name(i), mte_family_isa(mte_family_name(i)));
+ */
+MTE_API int mte_family_count(void);
+/* Name of family i (0 <= i < mte_family_count()), else NULL. */
+MTE_API const char *mte_family_name(int i);
+/* The ISA whose kernel of `family` runs now: the active ISA where it specialises that
+ * family, else "generic". NULL for an unknown family name. */
+MTE_API const char *mte_family_isa(const char *family);
 
 /* ---------------------------------------------------------------- 3. threads */
 
@@ -237,7 +257,9 @@ MTE_API int mte_sgemm_batched(int trans_a, int trans_b, int64_t batch, int64_t M
                               int64_t stride_a, const float *B, int64_t ldb, int64_t stride_b,
                               float beta, float *C, int64_t ldc, int64_t stride_c);
 
-/* Names of the kernel families built into this library, space separated ("sgemm"). */
+/* Names of the operation groups built into this library, space separated: "sgemm conv2d
+ * depthwise3x3 winograd3x3 pool2d optim". (The ISA-dispatched kernel families, which these
+ * operations are built from, are listed by mte_family_name in section 2.) */
 MTE_API const char *mte_kernels(void);
 
 #ifdef __cplusplus
@@ -245,6 +267,8 @@ MTE_API const char *mte_kernels(void);
 #endif
 
 #include "mte_depthwise.h"
+
+#include "mte_pool.h"
 
 #include "mte_conv.h"
 

@@ -11,7 +11,7 @@
  * gemm.c's blocked GEMM copies each kc x nc block of B into NR-wide panels before its
  * microkernel reads them. Here that packing step reads straight from the image ("implicit
  * im2col"): the cols matrix is never stored, only the block being multiplied, in cache.
- * The microkernel and its block sizes are gemm.c's (mte__sgemm_kernel(): the active ISA's).
+ * The microkernel and its block sizes are gemm.c's (mte__isa()->sgemm: the active ISA's).
  * W is packed once per call and shared by every image and thread. A 1x1 stride-1 unpadded
  * convolution packs rows of x directly (B *is* x). With stride 1 along rows, x is first
  * copied into zero-padded planes (when it has padding), so each output-row run of a panel
@@ -287,7 +287,7 @@ int64_t mte_conv2d_packed_weight_floats(const mte_conv2d_desc *d) {
   conv_geom g;
   int64_t kcb, floats;
   if (mte__conv_make_geom(d, &g) != MTE_OK) return -1;
-  return packed_layout(&g, mte__sgemm_kernel(), &kcb, &floats) ? floats : 0;
+  return packed_layout(&g, mte__isa()->sgemm, &kcb, &floats) ? floats : 0;
 }
 
 int mte_conv2d_pack_weight(const mte_conv2d_desc *d, const float *w, float *packed,
@@ -296,7 +296,7 @@ int mte_conv2d_pack_weight(const mte_conv2d_desc *d, const float *w, float *pack
   int64_t kcb, need;
   int st = mte__conv_make_geom(d, &g);
   if (st != MTE_OK) return st;
-  const mte_sgemm_kernel *k = mte__sgemm_kernel();
+  const mte_sgemm_kernel *k = mte__isa()->sgemm;
   if (!packed_layout(&g, k, &kcb, &need)) return MTE_EUNSUPPORTED;
   if (!w || !packed || floats < need) return MTE_EINVAL;
   const packed_header h = make_header(&g, k, kcb);
@@ -329,8 +329,9 @@ int mte_conv2d_forward_packed(const mte_conv2d_desc *d, const float *x, const fl
   if (!y || (g.KK > 0 && ((!w && !packed) || (g.HWi > 0 && !x)))) return MTE_EINVAL;
   /* y is written block by block: a residual inside it would be read half-overwritten */
   if (mte__overlap(y, (size_t)ny, residual, (size_t)ny)) return MTE_EINVAL;
-  const mte_sgemm_kernel *k = mte__sgemm_kernel();
-  const conv_ep ep = {{NULL, NULL, residual, g.HW, act}, mte__epilogue_tile(k)};
+  const mte_isa *isa = mte__isa();
+  const mte_sgemm_kernel *k = isa->sgemm;
+  const conv_ep ep = {{NULL, NULL, residual, g.HW, act}, isa->epilogue->tile};
   if (g.KK == 0 || g.HWi == 0) { /* no input values: y = act(bias + residual) */
     for (int64_t t = 0; t < g.N * g.K; ++t) {
       float *yc = y + t * g.HW;
@@ -353,7 +354,7 @@ int mte_conv2d_forward_packed(const mte_conv2d_desc *d, const float *x, const fl
     if (memcmp(&h, &want, sizeof h) != 0) return MTE_EINVAL;
   }
   const int64_t jobs = g.N * g.G;
-  const conv_loops lp = mte__conv_loops(k);
+  const mte_im2col_kernel *lp = isa->im2col;
   if (nr + 1 > MTE_CONV_MAX_SEG || nr + 1 + nr / MTE_CONV_PIECE > MTE_CONV_MAX_PIECES)
     return MTE_EUNSUPPORTED;
   const int direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 &&
@@ -415,11 +416,11 @@ int mte_conv2d_forward_packed(const mte_conv2d_desc *d, const float *x, const fl
         if (direct)
           mte__conv_pack_b_plain(nr, ncols, kc, xg, g.HWi, j0, pc, bb);
         else if (padded)
-          pack_b_pieces(&g, xp, Wp, plane, lp.pieces, nr, pc, kc, j0, ncols, &pcs, bb);
+          pack_b_pieces(&g, xp, Wp, plane, lp->pieces, nr, pc, kc, j0, ncols, &pcs, bb);
         else if (pieces)
-          pack_b_pieces(&g, xg, g.W, g.HWi, lp.pieces, nr, pc, kc, j0, ncols, &pcs, bb);
+          pack_b_pieces(&g, xg, g.W, g.HWi, lp->pieces, nr, pc, kc, j0, ncols, &pcs, bb);
         else
-          pack_b_im2col(&g, xg, lp.panel, nr, pc, kc, j0, ncols, &sg, bb);
+          pack_b_im2col(&g, xg, lp->panel, nr, pc, kc, j0, ncols, &sg, bb);
         for (int64_t ic = m0; ic < m1; ic += k->mc) {
           conv_ep e = ep;
           e.t.row_bias = bias ? bias + gi * g.Kg + ic : NULL;

@@ -40,13 +40,14 @@ int mte_conv2d_backward_input(const mte_conv2d_desc *d, const float *gy, const f
   if (g.Cg == 1 && g.Kg <= MTE_CONV_DIRECT_MAX_KG)
     return mte__conv_dw_backward_input(&g, gy, w, gx);
 
-  const mte_sgemm_kernel *k = mte__sgemm_kernel();
+  const mte_isa *isa = mte__isa();
+  const mte_sgemm_kernel *k = isa->sgemm;
   const int mr = k->mr, nr = k->nr;
   const int64_t nk = cdiv(g.Kg, k->kc), kcb = cdiv(g.Kg, nk), Mr = rup(g.KK, mr);
   const int64_t jobs = g.N * g.G;
   int nt = mte__conv_threads((double)g.N * g.K * g.HW * g.KK, INT64_MAX);
   const int64_t nb = conv_split(g.HW, nr, MTE_CONV_NB_MAX / 2, 1); /* pixels per block */
-  const conv_loops lp = mte__conv_loops(k);
+  const mte_im2col_kernel *lp = isa->im2col;
   if (nb + 1 > MTE_CONV_MAX_SEG || nr + 1 + nr / MTE_CONV_PIECE > MTE_CONV_MAX_PIECES)
     return MTE_EUNSUPPORTED;
   /* channel chunks: a multiple of mr channels (so their rows start on a packed panel),
@@ -112,11 +113,11 @@ int mte_conv2d_backward_input(const mte_conv2d_desc *d, const float *gy, const f
         if (pieces) { /* col2im: add the block back, 64 columns at a time */
           for (int64_t u = 0; u < ncols; u += 64) {
             mte__conv_make_pieces(&g, j0 + u, min64(64, ncols - u), pcs.pitch, u, &pcs);
-            lp.col2im_pieces(&pcs, acc, cols, nb, rows);
+            lp->col2im_pieces(&pcs, acc, cols, nb, rows);
           }
         } else {
           mte__conv_make_segs(&g, j0, ncols, ncols, &sg);
-          lp.col2im(&sg, gxc, cols, nb, rows);
+          lp->col2im(&sg, gxc, cols, nb, rows);
         }
       }
       if (padded) /* crop the padding away */
@@ -227,7 +228,8 @@ int mte_conv2d_backward_weight(const mte_conv2d_desc *d, const float *gy, const 
   if (g.Cg == 1 && g.Kg <= MTE_CONV_DIRECT_MAX_KG)
     return mte__conv_dw_backward_weight(&g, gy, x, gw);
 
-  const mte_sgemm_kernel *k = mte__sgemm_kernel();
+  const mte_isa *isa = mte__isa();
+  const mte_sgemm_kernel *k = isa->sgemm;
   const int mr = k->mr, nr = k->nr;
   const int64_t nk = cdiv(P, k->kc), kcb = cdiv(P, nk);
   const int64_t mb = conv_split(g.Kg, mr, k->mc, 1), mblk = cdiv(g.Kg, mb);
@@ -251,7 +253,7 @@ int mte_conv2d_backward_weight(const mte_conv2d_desc *d, const float *gy, const 
   int64_t plane = g.HWi;
   int pieces = g.sw == 1, padded = pieces && !(g.pt == 0 && g.pl == 0 && Hp == g.H && Wp == g.W);
   if (padded && !conv_pad_ok(&g, Hp, Wp, &plane)) pieces = padded = 0;
-  const conv_loops lp = mte__conv_loops(k);
+  const mte_im2col_kernel *lp = isa->im2col;
   if (nr + 1 + nr / MTE_CONV_PIECE > MTE_CONV_MAX_PIECES) return MTE_EUNSUPPORTED;
   int ok = 1;
   size_t bytes[5] = {conv_bytes(&ok, nt, mb, kcb), conv_bytes(&ok, nt, kcb, rup(nbw, nr)),
@@ -290,7 +292,7 @@ int mte_conv2d_backward_weight(const mte_conv2d_desc *d, const float *gy, const 
             mte__conv_pad_planes(&g, x + (n * g.C + gi * g.Cg) * g.HWi, Hp, Wp, xp);
         }
         pack_a_gy(&g, gy, gi, mr, m0, rows, pc, kc, ab);
-        pack_b_cols_t(&g, &xs, gi, nr, pc, kc, j0, ncols, lp.pieces, &pcs, tb, bb);
+        pack_b_cols_t(&g, &xs, gi, nr, pc, kc, j0, ncols, lp->pieces, &pcs, tb, bb);
         mte__conv_macro_kernel(k, rows, ncols, kc, ab, bb, c, g.KK, pc == p0 ? 0.0f : 1.0f, 0,
                                NULL);
         pc += kc;

@@ -1,7 +1,7 @@
 /*
  * conv_gemm.c - the building blocks of conv.c and conv_backward.c (see mte_conv_internal.h).
  *
- * The convolutions here are GEMMs run with gemm.c's microkernel (mte__sgemm_kernel(): the
+ * The convolutions here are GEMMs run with gemm.c's microkernel (mte__isa()->sgemm: the
  * active ISA's, with its MR x NR tile and block sizes) but with their own packing:
  *
  *   A panels (MR tall)  pack_a: weights (plain or transposed), once per call
@@ -10,8 +10,9 @@
  *                       cols^T (conv_backward.c): gathered, then transposed
  *
  * and their own macro-kernel, which applies bias, residual and activation (mte_epilogue.h,
- * shared with gemm.c) to each finished tile while it is still in L1. Also here: the generic (plain C, any stride) versions of the per-ISA
- * inner loops, the segment / piece builders, zero padding, and the arena plumbing.
+ * shared with gemm.c) to each finished tile while it is still in L1. Also here: the segment /
+ * piece builders, zero padding, and the arena plumbing. The innermost im2col / col2im loops
+ * are the im2col family (src/arch/<isa>/im2col_panel.c), taken from mte__isa()->im2col.
  */
 #include <string.h>
 
@@ -85,112 +86,6 @@ void mte__conv_pack_b_plain(int nr, int64_t ncols, int64_t kc, const float *B, i
       for (; c < nr; ++c) d[p * nr + c] = 0.0f;
     }
   }
-}
-
-/* ---------------------------------------------------------------- generic inner loops */
-
-/* The generic inner loops of mte_conv_internal.h: any stride, plain C. */
-void mte__im2col_panel_generic(const mte_conv_segs *sg, const float *x, int64_t p0, int64_t kc,
-                               int nr, float *MTE_RESTRICT dst) {
-  const int64_t khw = sg->kh * sg->kw, sw = sg->sw;
-  int64_t c = p0 / khw, i = p0 % khw / sg->kw, j = p0 % sg->kw;
-  for (int64_t p = 0; p < kc; ++p) {
-    const float *plane = x + c * sg->HWi;
-    float *d = dst + p * nr;
-    for (int s = 0; s < sg->nseg; ++s) {
-      const int64_t ih = sg->ih0[s] + i * sg->dh, n = sg->len[s];
-      float *o = d + sg->off[s];
-      int64_t lo = 0, hi = 0, iw0 = 0;
-      const float *row = plane;
-      if (ih >= 0 && ih < sg->H) {
-        iw0 = sg->iw0[s] + j * sg->dw;
-        conv_clip(iw0, sw, sg->W, n, &lo, &hi);
-        row = plane + ih * sg->W;
-      }
-      for (int64_t q = 0; q < lo; ++q) o[q] = 0.0f;
-      for (int64_t q = lo; q < hi; ++q) o[q] = row[iw0 + q * sw];
-      for (int64_t q = hi; q < n; ++q) o[q] = 0.0f;
-    }
-    if (++j == sg->kw) {
-      j = 0;
-      if (++i == sg->kh) i = 0, ++c;
-    }
-  }
-}
-
-void mte__col2im_generic(const mte_conv_segs *sg, float *gx, const float *cols, int64_t ldc,
-                         int64_t rows) {
-  const int64_t sw = sg->sw;
-  int64_t c = 0, i = 0, j = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    float *plane = gx + c * sg->HWi;
-    const float *src = cols + r * ldc;
-    for (int s = 0; s < sg->nseg; ++s) {
-      const int64_t ih = sg->ih0[s] + i * sg->dh;
-      if (ih < 0 || ih >= sg->H) continue;
-      const int64_t iw0 = sg->iw0[s] + j * sg->dw;
-      int64_t lo, hi;
-      conv_clip(iw0, sw, sg->W, sg->len[s], &lo, &hi);
-      float *MTE_RESTRICT row = plane + ih * sg->W;
-      const float *MTE_RESTRICT a = src + sg->off[s];
-      for (int64_t q = lo; q < hi; ++q) row[iw0 + q * sw] += a[q];
-    }
-    if (++j == sg->kw) {
-      j = 0;
-      if (++i == sg->kh) i = 0, ++c;
-    }
-  }
-}
-
-void mte__im2col_pieces_generic(const mte_conv_pieces *pcs, const float *x, int64_t p0,
-                                int64_t kc, float *MTE_RESTRICT dst) {
-  const int64_t khw = pcs->kh * pcs->kw;
-  int64_t c = p0 / khw, i = p0 % khw / pcs->kw, j = p0 % pcs->kw;
-  for (int64_t p = 0; p < kc; ++p) {
-    const float *base = x + c * pcs->plane + i * pcs->dh * pcs->pitch + j * pcs->dw;
-    float *d = dst + p * pcs->nr;
-    for (int k = 0; k < pcs->n; ++k) {
-      const float *a = base + pcs->src[k];
-      float *o = d + pcs->dst[k];
-      for (int q = 0; q < pcs->len[k]; ++q) o[q] = a[q];
-    }
-    for (int q = pcs->width; q < pcs->nr; ++q) d[q] = 0.0f;
-    if (++j == pcs->kw) {
-      j = 0;
-      if (++i == pcs->kh) i = 0, ++c;
-    }
-  }
-}
-
-void mte__col2im_pieces_generic(const mte_conv_pieces *pcs, float *gx, const float *cols,
-                                int64_t ldc, int64_t rows) {
-  const int64_t khw = pcs->kh * pcs->kw;
-  /* channel innermost: consecutive read-modify-writes go to different planes (the rows of
-   * neighbouring j overlap shifted by one float: store-forwarding stalls otherwise) */
-  for (int64_t i = 0; i < pcs->kh; ++i)
-    for (int64_t j = 0; j < pcs->kw; ++j)
-      for (int k = 0; k < pcs->n; ++k)
-        for (int64_t c = 0; c < rows / khw; ++c) {
-          float *MTE_RESTRICT d =
-              gx + c * pcs->plane + i * pcs->dh * pcs->pitch + j * pcs->dw + pcs->src[k];
-          const float *MTE_RESTRICT b =
-              cols + (c * khw + i * pcs->kw + j) * ldc + pcs->dst[k];
-          for (int q = 0; q < pcs->len[k]; ++q) d[q] += b[q];
-        }
-}
-
-conv_loops mte__conv_loops(const mte_sgemm_kernel *k) {
-#if defined(MTE_HAVE_X86_KERNELS)
-  if (strcmp(k->isa, "avx512") == 0)
-    return (conv_loops){mte__im2col_panel_avx512, mte__im2col_pieces_avx512,
-                        mte__col2im_avx512, mte__col2im_pieces_avx512};
-  if (strcmp(k->isa, "avx2") == 0)
-    return (conv_loops){mte__im2col_panel_avx2, mte__im2col_pieces_avx2, mte__col2im_avx2,
-                        mte__col2im_pieces_avx2};
-#endif
-  (void)k;
-  return (conv_loops){mte__im2col_panel_generic, mte__im2col_pieces_generic,
-                      mte__col2im_generic, mte__col2im_pieces_generic};
 }
 
 /* Cut the block of output pixels [j0, j0+n) into runs of one output row; `width` > n adds

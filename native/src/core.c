@@ -96,7 +96,7 @@ static double seconds_now(void) {
 double mte_peak_gflops(double seconds) {
   if (!(seconds > 0.0)) seconds = 0.1;
   if (seconds > 10.0) seconds = 10.0;
-  const mte_sgemm_kernel *k = mte__sgemm_kernel();
+  const mte_sgemm_kernel *k = mte__isa()->sgemm;
   /* the best of several short runs: a descheduled slice only lowers one of them */
   double best = 0.0, spent = 0.0;
   int64_t rounds = 1 << 16;

@@ -8,14 +8,24 @@
  *   aarch64  NEON (Advanced SIMD) is part of the architecture; extras (dot product, fp16,
  *            i8mm, SVE) come from the Linux auxiliary vector (getauxval).
  *
- * Dispatch: the ISAs compiled into this build are listed best first; we take the first
- * one the CPU supports, at or below the cap given by MTE_ISA (see mte.h).
+ * Dispatch: the ISA table lists the ISAs compiled into this build, best first, each row
+ * naming that ISA's descriptor of every kernel family (sgemm, epilogue, im2col,
+ * depthwise3x3, pool, winograd; see mte_internal.h). We take the first row the CPU supports,
+ * at or below the cap given by MTE_ISA (see mte.h), and keep a pointer to it: every kernel
+ * reads its family's column from that one row, so switching the ISA switches them all.
  */
+#define _POSIX_C_SOURCE 200809L /* pthread_once */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "mte_conv_internal.h"
+#include "mte_depthwise_internal.h"
+#include "mte_epilogue.h"
 #include "mte_internal.h"
+#include "mte_pool_internal.h"
+#include "mte_winograd_internal.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -111,6 +121,18 @@ uint64_t mte_cpu_features(void) {
   return atomic_load(&g_features);
 }
 
+/* Append `word` to the space-separated list in buf (pos chars so far, NUL-terminated);
+ * returns the new length. A word that does not fit is left out. */
+static size_t append_word(char *buf, size_t cap, size_t pos, const char *word) {
+  size_t n = strlen(word);
+  if (pos + n + 2 > cap) return pos;
+  if (pos) buf[pos++] = ' ';
+  memcpy(buf + pos, word, n);
+  pos += n;
+  buf[pos] = '\0';
+  return pos;
+}
+
 const char *mte_cpu_features_string(void) {
   /* Built from a constant table: 64 names of at most 12 chars fit easily. Written once
    * per call into a per-thread buffer so no caller ever sees a half-written string. */
@@ -118,41 +140,85 @@ const char *mte_cpu_features_string(void) {
   uint64_t f = mte_cpu_features();
   size_t pos = 0;
   buf[0] = '\0';
-  for (int bit = 0; bit < 64; ++bit) {
-    if (!(f & (1ull << bit)) || !k_feature_names[bit]) continue;
-    size_t n = strlen(k_feature_names[bit]);
-    if (pos + n + 2 > sizeof buf) break;
-    if (pos) buf[pos++] = ' ';
-    memcpy(buf + pos, k_feature_names[bit], n);
-    pos += n;
-    buf[pos] = '\0';
-  }
+  for (int bit = 0; bit < 64; ++bit)
+    if ((f & (1ull << bit)) && k_feature_names[bit])
+      pos = append_word(buf, sizeof buf, pos, k_feature_names[bit]);
   return buf;
+}
+
+/* ---------------------------------------------------------------- the ISA table */
+
+/*
+ * One row per ISA compiled in, best first; one column per kernel family (MTE_FAMILIES in
+ * mte_internal.h). A column left out (NULL) means "no specialised kernel for this family":
+ * fill_rows() below, the one place that does it, takes the generic row's descriptor.
+ * Adding an ISA: its files in src/arch/<isa>/ and a row here. Adding a family: its
+ * descriptor type, an X(...) line in MTE_FAMILIES and its descriptors in the rows.
+ */
+static const mte_isa k_isas[] = {
+#ifdef MTE_HAVE_X86_KERNELS
+    {.name = "avx512",
+     .needs = MTE_CPU_AVX512F | MTE_CPU_AVX512BW | MTE_CPU_AVX512DQ | MTE_CPU_AVX512VL |
+              MTE_CPU_FMA | MTE_CPU_AVX2,
+     .sgemm = &mte_sgemm_kernel_avx512,
+     .epilogue = &mte_epilogue_kernel_avx512,
+     .im2col = &mte_im2col_kernel_avx512,
+     .depthwise3x3 = &mte_dw3x3_kernel_avx512,
+     .pool = &mte_pool_kernel_avx512,
+     .winograd = &mte_wino_kernels_avx512},
+    {.name = "avx2",
+     .needs = MTE_CPU_AVX2 | MTE_CPU_FMA,
+     .sgemm = &mte_sgemm_kernel_avx2,
+     .epilogue = &mte_epilogue_kernel_avx2,
+     .im2col = &mte_im2col_kernel_avx2,
+     .depthwise3x3 = &mte_dw3x3_kernel_avx2,
+     .pool = &mte_pool_kernel_avx2,
+     .winograd = &mte_wino_kernels_avx2},
+#endif
+#ifdef MTE_HAVE_NEON_KERNELS
+    {.name = "neon", /* epilogue, im2col: the generic C is NEON code already */
+     .needs = MTE_CPU_NEON,
+     .sgemm = &mte_sgemm_kernel_neon,
+     .depthwise3x3 = &mte_dw3x3_kernel_neon,
+     .pool = &mte_pool_kernel_neon,
+     .winograd = &mte_wino_kernels_neon},
+#endif
+    /* closes every list: complete, always supported, the fallback of every column */
+    {.name = "generic",
+     .needs = 0,
+     .sgemm = &mte_sgemm_kernel_generic,
+     .epilogue = &mte_epilogue_kernel_generic,
+     .im2col = &mte_im2col_kernel_generic,
+     .depthwise3x3 = &mte_dw3x3_kernel_generic,
+     .pool = &mte_pool_kernel_generic,
+     .winograd = &mte_wino_kernels_generic},
+};
+#define N_ISAS ((int)(sizeof k_isas / sizeof k_isas[0]))
+#define GENERIC (N_ISAS - 1)
+
+/* The rows as dispatch uses them: k_isas with every NULL column taken from the generic row.
+ * Filled once, before any pointer to them is handed out. */
+static mte_isa g_rows[N_ISAS];
+static pthread_once_t g_rows_once = PTHREAD_ONCE_INIT;
+
+static void fill_rows(void) {
+  for (int i = 0; i < N_ISAS; ++i) {
+    g_rows[i] = k_isas[i];
+#define FALLBACK(column, type) \
+  if (!g_rows[i].column) g_rows[i].column = k_isas[GENERIC].column;
+    MTE_FAMILIES(FALLBACK)
+#undef FALLBACK
+  }
+}
+
+static const mte_isa *row(int i) {
+  pthread_once(&g_rows_once, fill_rows);
+  return &g_rows[i];
 }
 
 /* ---------------------------------------------------------------- dispatch */
 
-typedef struct isa_entry {
-  const char *name;
-  uint64_t needs; /* feature bits required */
-  const mte_sgemm_kernel *sgemm;
-} isa_entry;
-
-/* Best first. The portable kernel closes every list. */
-static const isa_entry k_isas[] = {
-#ifdef MTE_HAVE_X86_KERNELS
-    {"avx512", MTE_CPU_AVX512F | MTE_CPU_AVX512BW | MTE_CPU_AVX512DQ | MTE_CPU_AVX512VL |
-                   MTE_CPU_FMA | MTE_CPU_AVX2,
-     &mte_sgemm_kernel_avx512},
-    {"avx2", MTE_CPU_AVX2 | MTE_CPU_FMA, &mte_sgemm_kernel_avx2},
-#endif
-#ifdef MTE_HAVE_NEON_KERNELS
-    {"neon", MTE_CPU_NEON, &mte_sgemm_kernel_neon},
-#endif
-    {"generic", 0, &mte_sgemm_kernel_generic},
-};
-#define N_ISAS ((int)(sizeof k_isas / sizeof k_isas[0]))
-
+/* the only ISA name lookup: the index of `name` in k_isas, or -1 */
 static int isa_index(const char *name) {
   if (!name) return -1;
   for (int i = 0; i < N_ISAS; ++i)
@@ -168,7 +234,7 @@ static int isa_supported(int i) {
 static int best_from(int from) {
   for (int i = from < 0 ? 0 : from; i < N_ISAS; ++i)
     if (isa_supported(i)) return i;
-  return N_ISAS - 1; /* generic */
+  return GENERIC;
 }
 
 static int choose_from_env(void) {
@@ -178,23 +244,19 @@ static int choose_from_env(void) {
   return best_from(i < 0 ? 0 : i); /* unknown or not compiled in: auto */
 }
 
-static const isa_entry *_Atomic g_active = NULL;
+static const mte_isa *_Atomic g_active = NULL;
 
-static const isa_entry *active(void) {
-  const isa_entry *e = atomic_load_explicit(&g_active, memory_order_acquire);
-  if (!e) {
-    const isa_entry *fresh = &k_isas[choose_from_env()];
-    const isa_entry *expected = NULL;
-    /* keep whatever another thread (or mte_set_isa) stored first */
-    if (!atomic_compare_exchange_strong(&g_active, &expected, fresh)) return expected;
-    e = fresh;
-  }
-  return e;
+const mte_isa *mte__isa(void) {
+  const mte_isa *e = atomic_load_explicit(&g_active, memory_order_acquire);
+  if (MTE_LIKELY(e != NULL)) return e;
+  const mte_isa *fresh = row(choose_from_env());
+  const mte_isa *expected = NULL;
+  /* keep whatever another thread (or mte_set_isa) stored first */
+  if (!atomic_compare_exchange_strong(&g_active, &expected, fresh)) return expected;
+  return fresh;
 }
 
-const char *mte_active_isa(void) { return active()->name; }
-
-const mte_sgemm_kernel *mte__sgemm_kernel(void) { return active()->sgemm; }
+const char *mte_active_isa(void) { return mte__isa()->name; }
 
 int mte_isa_available(const char *name) {
   int i = isa_index(name);
@@ -204,7 +266,7 @@ int mte_isa_available(const char *name) {
 int mte_set_isa(const char *name) {
   if (!name) return MTE_EINVAL;
   if (strcmp(name, "auto") == 0) {
-    atomic_store(&g_active, &k_isas[best_from(0)]);
+    atomic_store(&g_active, row(best_from(0)));
     return MTE_OK;
   }
   int i = isa_index(name);
@@ -215,7 +277,7 @@ int mte_set_isa(const char *name) {
     return MTE_EINVAL;
   }
   if (!isa_supported(i)) return MTE_EUNSUPPORTED;
-  atomic_store(&g_active, &k_isas[i]);
+  atomic_store(&g_active, row(i)); /* every family switches at once */
   return MTE_OK;
 }
 
@@ -223,13 +285,28 @@ const char *mte_compiled_isas(void) {
   static _Thread_local char buf[128];
   size_t pos = 0;
   buf[0] = '\0';
-  for (int i = 0; i < N_ISAS; ++i) {
-    size_t n = strlen(k_isas[i].name);
-    if (pos + n + 2 > sizeof buf) break;
-    if (pos) buf[pos++] = ' ';
-    memcpy(buf + pos, k_isas[i].name, n);
-    pos += n;
-    buf[pos] = '\0';
-  }
+  for (int i = 0; i < N_ISAS; ++i) pos = append_word(buf, sizeof buf, pos, k_isas[i].name);
   return buf;
+}
+
+/* ---------------------------------------------------------------- per-family query */
+
+#define FAMILY_NAME(column, type) #column,
+static const char *const k_families[] = {MTE_FAMILIES(FAMILY_NAME)};
+#undef FAMILY_NAME
+#define N_FAMILIES ((int)(sizeof k_families / sizeof k_families[0]))
+
+int mte_family_count(void) { return N_FAMILIES; }
+
+const char *mte_family_name(int i) { return i >= 0 && i < N_FAMILIES ? k_families[i] : NULL; }
+
+const char *mte_family_isa(const char *family) {
+  if (!family) return NULL;
+  const mte_isa *r = mte__isa();
+  int i = 0; /* the column's position in MTE_FAMILIES */
+#define FAMILY_ISA(column, type) \
+  if (strcmp(family, k_families[i++]) == 0) return r->column->isa;
+  MTE_FAMILIES(FAMILY_ISA)
+#undef FAMILY_ISA
+  return NULL;
 }

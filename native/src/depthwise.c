@@ -5,8 +5,8 @@
  * N*C planes are independent: they are the unit of threading, and an ISA kernel
  * (src/arch/<isa>/depthwise3x3.c) only ever sees one plane. This file validates the
  * arguments, borrows one zero row from the arena (the padding rows above and below a plane
- * are read from it, so kernels never test rows), picks the kernel of the active ISA and
- * runs the planes in parallel.
+ * are read from it, so kernels never test rows), takes the active ISA's kernels
+ * (mte__isa()->depthwise3x3) and runs the planes in parallel.
  *
  * Backward:
  *   input, stride 1: the adjoint of a 3x3 correlation with padding 1 is the correlation
@@ -27,22 +27,13 @@
 /* below this many multiply-adds a call stays on one thread */
 #define DW_PARALLEL_MIN_WORK (64.0 * 1024.0)
 
+static int threads_for(double work, int64_t units) {
+  return mte__threads_for(work, DW_PARALLEL_MIN_WORK, units);
+}
+
 int64_t mte_depthwise3x3_output_size(int64_t size, int stride) {
   if ((stride != 1 && stride != 2) || size < 0) return -1;
   return size == 0 ? 0 : (size - 1) / stride + 1;
-}
-
-static const mte_dw3x3_kernel *pick_kernel(void) {
-  const char *isa = mte_active_isa();
-#if defined(MTE_HAVE_X86_KERNELS)
-  if (strcmp(isa, "avx512") == 0) return &mte_dw3x3_kernel_avx512;
-  if (strcmp(isa, "avx2") == 0) return &mte_dw3x3_kernel_avx2;
-#endif
-#if defined(MTE_HAVE_NEON_KERNELS)
-  if (strcmp(isa, "neon") == 0) return &mte_dw3x3_kernel_neon;
-#endif
-  (void)isa;
-  return &mte_dw3x3_kernel_generic;
 }
 
 /* N*C*H*W (and the output size) fit in memory arithmetic; every size >= 0 */
@@ -55,12 +46,6 @@ static int check_sizes(int64_t N, int64_t C, int64_t H, int64_t W, int stride) {
       W > INT64_MAX / 4)
     return MTE_EOVERFLOW;
   return MTE_OK;
-}
-
-static int threads_for(double work, int64_t units) {
-  int nt = mte__num_threads();
-  if (work < DW_PARALLEL_MIN_WORK || units < 2) return 1;
-  return nt < units ? nt : (int)units;
 }
 
 /* Borrow the arena and carve the zero row (W + MTE_DW_ZERO_PAD floats) from it. */
@@ -124,7 +109,7 @@ int mte_depthwise3x3(int64_t N, int64_t C, int64_t H, int64_t W, int stride, con
     return MTE_EINVAL;
   if (N == 0 || C == 0 || H == 0 || W == 0) return MTE_OK;
   if (!x || !w || !y) return MTE_EINVAL;
-  const mte_dw3x3_kernel *k = pick_kernel();
+  const mte_dw3x3_kernel *k = mte__isa()->depthwise3x3;
   const int64_t Ho = (H - 1) / stride + 1, Wo = (W - 1) / stride + 1;
   return run_planes(stride == 1 ? k->stride1 : k->stride2, N * C, C, H, W, Ho * Wo, x, w, 0,
                     bias, activation, y);
@@ -138,10 +123,10 @@ int mte_depthwise3x3_backward_input(int64_t N, int64_t C, int64_t H, int64_t W, 
   if (st != MTE_OK) return st;
   if (N == 0 || C == 0 || H == 0 || W == 0) return MTE_OK;
   if (!gy || !w || !gx) return MTE_EINVAL;
+  const mte_dw3x3_kernel *k = mte__isa()->depthwise3x3;
   if (stride == 1) /* correlation with the turned kernel, same sizes */
-    return run_planes(pick_kernel()->stride1, N * C, C, H, W, H * W, gy, w, 1, NULL,
-                      MTE_ACT_NONE, gx);
-  const mte_dw3x3_bwd_fn fn = pick_kernel()->bwd_input2;
+    return run_planes(k->stride1, N * C, C, H, W, H * W, gy, w, 1, NULL, MTE_ACT_NONE, gx);
+  const mte_dw3x3_bwd_fn fn = k->bwd_input2;
   const int64_t planes = N * C, Ho = (H - 1) / 2 + 1, Wo = (W - 1) / 2 + 1;
   const int nt = threads_for((double)planes * (double)(H * W) * 2.0, planes);
 #ifdef _OPENMP
@@ -166,7 +151,7 @@ int mte_depthwise3x3_backward_weight(int64_t N, int64_t C, int64_t H, int64_t W,
   }
   if (!gy || !x) return MTE_EINVAL;
   const int64_t Ho = (H - 1) / stride + 1, Wo = (W - 1) / stride + 1;
-  const mte_dw3x3_kernel *k = pick_kernel();
+  const mte_dw3x3_kernel *k = mte__isa()->depthwise3x3;
   const mte_dw3x3_wgrad_fn fn = stride == 1 ? k->wgrad1 : k->wgrad2;
   zero_row z;
   st = zero_row_get(W, &z);

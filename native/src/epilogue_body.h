@@ -1,6 +1,7 @@
 /*
- * epilogue_body.h - the body of mte__epilogue_tile_<isa> (see mte_epilogue.h). Included by
- * src/arch/<isa>/epilogue_tile.c after `#define MTE_EP_NAME mte__epilogue_tile_<isa>`, so
+ * epilogue_body.h - the body of the epilogue descriptor mte_epilogue_kernel_<isa> (see
+ * mte_epilogue.h). Included by src/arch/<isa>/epilogue_tile.c after
+ * `#define MTE_EP_ISA "<isa>"` and `#define MTE_EP_TABLE mte_epilogue_kernel_<isa>`, so
  * one source is compiled once per ISA with that ISA's flags. Every loop below is branch-free
  * so that -O3 vectorises it.
  */
@@ -88,10 +89,12 @@ static inline float ep_gelu_tanh(float x) {
 }
 
 static inline float ep_none(float x) { return x; }
-static inline float ep_relu(float x) { return x > 0.0f ? x : 0.0f; }
+/* ReLU and ReLU6 keep NaN as NaN (as PyTorch and numpy do): written so that a NaN fails
+ * every comparison that would replace it. */
+static inline float ep_relu(float x) { return x <= 0.0f ? 0.0f : x; }
 static inline float ep_relu6(float x) {
-  const float v = x > 0.0f ? x : 0.0f;
-  return v < 6.0f ? v : 6.0f;
+  const float v = x <= 0.0f ? 0.0f : x;
+  return v > 6.0f ? 6.0f : v;
 }
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -132,7 +135,8 @@ EP_ROW(gelu_tanh)
     }                                                                                \
   }
 
-void MTE_EP_NAME(float *c, int64_t ldc, int64_t rows, int64_t cols, const mte_ep_tile *t) {
+static void epilogue_tile(float *c, int64_t ldc, int64_t rows, int64_t cols,
+                          const mte_ep_tile *t) {
   static const float zeros[EP_CHUNK] = {0};
   switch (t->act) {
     case MTE_ACT_RELU: EP_TILE(relu) break;
@@ -142,3 +146,5 @@ void MTE_EP_NAME(float *c, int64_t ldc, int64_t rows, int64_t cols, const mte_ep
     default: EP_TILE(none) break;
   }
 }
+
+const mte_epilogue_kernel MTE_EP_TABLE = {MTE_EP_ISA, epilogue_tile};

@@ -95,15 +95,6 @@ static void pack_b_panel(int nr, int64_t cols, int64_t kc, const float *B, int64
 
 /* ---------------------------------------------------------------- epilogue */
 
-mte_epilogue_tile_fn mte__epilogue_tile(const mte_sgemm_kernel *k) {
-#if defined(MTE_HAVE_X86_KERNELS)
-  if (strcmp(k->isa, "avx512") == 0) return mte__epilogue_tile_avx512;
-  if (strcmp(k->isa, "avx2") == 0) return mte__epilogue_tile_avx2;
-#endif
-  (void)k;
-  return mte__epilogue_tile_generic; /* on aarch64 the portable body is NEON code already */
-}
-
 /* the epilogue's view of the tile of C at (row0, col0) of the full matrix */
 static mte_ep_tile tile_epilogue(const mte_epilogue *ep, int64_t row0, int64_t col0) {
   mte_ep_tile t = {ep->bias_mode == MTE_BIAS_PER_ROW ? ep->bias + row0 : NULL,
@@ -394,8 +385,9 @@ int mte_sgemm_ex(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, floa
   int st = check_args(&g);
   if (st != MTE_OK) return st;
   if (M == 0 || N == 0) return MTE_OK;
-  const mte_sgemm_kernel *k = mte__sgemm_kernel();
-  g.ep_fn = mte__epilogue_tile(k);
+  const mte_isa *isa = mte__isa();
+  const mte_sgemm_kernel *k = isa->sgemm;
+  g.ep_fn = isa->epilogue->tile;
   if (K == 0 || alpha == 0.0f) { /* no packing needed */
     scale_c(M, N, beta, C, ldc, g.ep, g.ep_fn);
     return MTE_OK;
@@ -440,7 +432,7 @@ int mte_sgemm_batched(int trans_a, int trans_b, int64_t batch, int64_t M, int64_
   if (batch > 1 && M > 0 && N > 0 && stride_c < (M - 1) * ldc + N) return MTE_EINVAL;
   if (M == 0 || N == 0) return MTE_OK;
 
-  const mte_sgemm_kernel *k = mte__sgemm_kernel();
+  const mte_sgemm_kernel *k = mte__isa()->sgemm;
   int is_default = 0;
   mte_arena *arena = mte__arena_acquire(&is_default);
   if (!arena) return MTE_ENOMEM;

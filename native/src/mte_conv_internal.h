@@ -3,9 +3,11 @@
  *
  *   conv.c           validation, threads, the forward pass, direct depthwise loops
  *   conv_backward.c  the two backward passes
- *   conv_gemm.c      the pieces they are built from: packing (plain, im2col), col2im, the
+ *   conv_gemm.c      the pieces they are built from: packing, segments and pieces, the
  *                    macro-kernel over gemm.c's microkernel with the fused epilogue, scratch
- *   arch/<isa>/im2col_panel.c   SIMD versions of the innermost im2col / col2im loops
+ *   arch/<isa>/im2col_panel.c
+ *                    the im2col family: the innermost im2col / col2im loops (generic: plain
+ *                    C, any stride; AVX2 and AVX-512: SIMD at stride 1)
  *
  * Below: the geometry of one call, small helpers, then the inner-loop interfaces.
  */
@@ -172,40 +174,22 @@ typedef void (*mte_im2col_pieces_fn)(const mte_conv_pieces *pcs, const float *x,
 typedef void (*mte_col2im_pieces_fn)(const mte_conv_pieces *pcs, float *gx, const float *cols,
                                      int64_t ldc, int64_t rows);
 
-MTE_HIDDEN void mte__col2im_pieces_generic(const mte_conv_pieces *pcs, float *gx,
-                                           const float *cols, int64_t ldc, int64_t rows);
-MTE_HIDDEN void mte__im2col_pieces_generic(const mte_conv_pieces *pcs, const float *x,
-                                           int64_t p0, int64_t kc, float *MTE_RESTRICT dst);
-#if defined(MTE_HAVE_X86_KERNELS)
-MTE_HIDDEN void mte__im2col_pieces_avx2(const mte_conv_pieces *pcs, const float *x, int64_t p0,
-                                        int64_t kc, float *MTE_RESTRICT dst);
-MTE_HIDDEN void mte__col2im_pieces_avx2(const mte_conv_pieces *pcs, float *gx, const float *cols,
-                                        int64_t ldc, int64_t rows);
-MTE_HIDDEN void mte__col2im_pieces_avx512(const mte_conv_pieces *pcs, float *gx,
-                                          const float *cols, int64_t ldc, int64_t rows);
-MTE_HIDDEN void mte__im2col_pieces_avx512(const mte_conv_pieces *pcs, const float *x,
-                                          int64_t p0, int64_t kc, float *MTE_RESTRICT dst);
-#endif
-
-#if defined(MTE_HAVE_X86_KERNELS)
-MTE_HIDDEN void mte__im2col_panel_avx2(const mte_conv_segs *sg, const float *x, int64_t p0,
-                                       int64_t kc, int nr, float *MTE_RESTRICT dst);
-MTE_HIDDEN void mte__col2im_avx2(const mte_conv_segs *sg, float *gx, const float *cols,
-                                 int64_t ldc, int64_t rows);
-MTE_HIDDEN void mte__im2col_panel_avx512(const mte_conv_segs *sg, const float *x, int64_t p0,
-                                         int64_t kc, int nr, float *MTE_RESTRICT dst);
-MTE_HIDDEN void mte__col2im_avx512(const mte_conv_segs *sg, float *gx, const float *cols,
-                                   int64_t ldc, int64_t rows);
-#endif
-
-/* ---------------------------------------------------------------- conv.c, conv_gemm.c */
-
-typedef struct conv_loops { /* the active ISA's inner loops */
+/* the im2col family's descriptor (a column of cpu.c's ISA table): the four inner loops */
+typedef struct mte_im2col_kernel {
+  const char *isa;
   mte_im2col_panel_fn panel;
   mte_im2col_pieces_fn pieces;
   mte_col2im_fn col2im;
   mte_col2im_pieces_fn col2im_pieces;
-} conv_loops;
+} mte_im2col_kernel;
+
+extern const mte_im2col_kernel mte_im2col_kernel_generic;
+#if defined(MTE_HAVE_X86_KERNELS)
+extern const mte_im2col_kernel mte_im2col_kernel_avx2;
+extern const mte_im2col_kernel mte_im2col_kernel_avx512;
+#endif
+
+/* ---------------------------------------------------------------- conv.c, conv_gemm.c */
 
 typedef struct conv_scratch { /* the arena a call carves its buffers from */
   mte_arena *a;
@@ -219,7 +203,6 @@ MTE_HIDDEN int mte__conv_dw_backward_input(const conv_geom *g, const float *gy, 
 MTE_HIDDEN int mte__conv_dw_backward_weight(const conv_geom *g, const float *gy,
                                             const float *x, float *gw);
 
-MTE_HIDDEN conv_loops mte__conv_loops(const mte_sgemm_kernel *k);
 MTE_HIDDEN void mte__conv_im2col_run(const conv_geom *g, const float *xc, int64_t i,
                                      int64_t j, int64_t r, int64_t s, int64_t len,
                                      float *MTE_RESTRICT out);

@@ -1,6 +1,6 @@
 /*
- * mte_depthwise_internal.h - the per-ISA depthwise 3x3 plane kernels and pooling row
- * kernels (not installed).
+ * mte_depthwise_internal.h - the depthwise3x3 family: per-ISA 3x3 plane kernels (not
+ * installed).
  *
  * depthwise.c owns validation, threads, scratch memory and dispatch; an ISA file only
  * computes one (H, W) plane:
@@ -33,6 +33,7 @@ typedef void (*mte_dw3x3_wgrad_fn)(const float *gy, const float *x, int64_t H, i
 typedef void (*mte_dw3x3_bwd_fn)(const float *MTE_RESTRICT gy, int64_t H, int64_t W,
                                  const float *w9, float *MTE_RESTRICT gx);
 
+/* the depthwise3x3 family's descriptor (a column of cpu.c's ISA table) */
 typedef struct mte_dw3x3_kernel {
   const char *isa;
   mte_dw3x3_plane_fn stride1, stride2;
@@ -52,39 +53,11 @@ extern const mte_dw3x3_kernel mte_dw3x3_kernel_avx512;
 extern const mte_dw3x3_kernel mte_dw3x3_kernel_neon;
 #endif
 
-/*
- * Pooling row kernels (pool.c owns everything else): `count` outputs of one output row
- * whose kh x kw windows (dilation 1, column stride sw = 1 or 2) lie entirely inside the
- * plane; output s has its window's top-left tap at x[h0*W + w0 + s*sw].
- *   max: y[s] = the maximum (PyTorch's scan: the first maximum wins ties, the last NaN
- *        wins), ind[s] = its flat index (h0+i)*W + w0 + s*sw + j. Needs kh*W < 2^31.
- *   avg: y[s] = (sum of the taps in row-major order, from 0) / div.
- * Each returns how many outputs it did (a prefix); pool.c does the rest. NULL = none.
- */
-typedef int64_t (*mte_maxpool_row_fn)(const float *x, int64_t W, int64_t h0, int64_t w0,
-                                      int64_t kh, int64_t kw, int64_t sw, int64_t count,
-                                      float *y, int64_t *ind);
-typedef int64_t (*mte_avgpool_row_fn)(const float *x, int64_t W, int64_t h0, int64_t w0,
-                                      int64_t kh, int64_t kw, int64_t sw, int64_t count,
-                                      float div, float *y);
-typedef struct mte_pool_kernel {
-  const char *isa;
-  mte_maxpool_row_fn max_row;
-  mte_avgpool_row_fn avg_row;
-} mte_pool_kernel;
-
-#if defined(MTE_HAVE_X86_KERNELS)
-extern const mte_pool_kernel mte_pool_kernel_avx2;
-extern const mte_pool_kernel mte_pool_kernel_avx512;
-#endif
-#if defined(MTE_HAVE_NEON_KERNELS)
-extern const mte_pool_kernel mte_pool_kernel_neon;
-#endif
-
 /* the activation, scalar (used by every ISA for edge lanes) */
 static inline float mte__dw_act(float v, int act) {
-  if (act == MTE_ACT_RELU) return v > 0.0f ? v : 0.0f;
-  if (act == MTE_ACT_RELU6) return v > 0.0f ? (v < 6.0f ? v : 6.0f) : 0.0f;
+  /* NaN stays NaN: it fails both comparisons */
+  if (act == MTE_ACT_RELU) return v <= 0.0f ? 0.0f : v;
+  if (act == MTE_ACT_RELU6) return v <= 0.0f ? 0.0f : (v > 6.0f ? 6.0f : v);
   return v;
 }
 

@@ -7,7 +7,7 @@
  * it, while it is still in L1. The per-ISA versions (src/arch/<isa>/epilogue_tile.c) are one
  * body, epilogue_body.h, compiled with that ISA's flags and left to the auto-vectoriser:
  * every activation is written branch-free (selects, min/max, polynomials), so each row
- * becomes SIMD code. mte__epilogue_tile() picks the active ISA's version.
+ * becomes SIMD code. The active ISA's version is mte__isa()->epilogue (cpu.c's table).
  *
  * GELU (exact) needs erf; C's erff is a scalar call, so here erf is a polynomial pair:
  *   |x| < 1:        erf(x) = x + x * P(x^2)         P of degree 6
@@ -34,13 +34,17 @@ typedef struct mte_ep_tile {
 typedef void (*mte_epilogue_tile_fn)(float *c, int64_t ldc, int64_t rows, int64_t cols,
                                      const mte_ep_tile *t);
 
-MTE_HIDDEN void mte__epilogue_tile_generic(float *c, int64_t ldc, int64_t rows, int64_t cols,
-                                           const mte_ep_tile *t);
+/* the epilogue family's descriptor (a column of cpu.c's ISA table) */
+typedef struct mte_epilogue_kernel {
+  const char *isa;
+  mte_epilogue_tile_fn tile;
+} mte_epilogue_kernel;
+
+/* generic: on aarch64 the portable body is NEON code already, so neon has no row of its own */
+extern const mte_epilogue_kernel mte_epilogue_kernel_generic;
 #if defined(MTE_HAVE_X86_KERNELS)
-MTE_HIDDEN void mte__epilogue_tile_avx2(float *c, int64_t ldc, int64_t rows, int64_t cols,
-                                        const mte_ep_tile *t);
-MTE_HIDDEN void mte__epilogue_tile_avx512(float *c, int64_t ldc, int64_t rows, int64_t cols,
-                                          const mte_ep_tile *t);
+extern const mte_epilogue_kernel mte_epilogue_kernel_avx2;
+extern const mte_epilogue_kernel mte_epilogue_kernel_avx512;
 #endif
 
 /* A full MR x NR tile of C and its epilogue t: fused into the microkernel's store when it
@@ -58,9 +62,6 @@ static inline void mte__ukernel_with_epilogue(const mte_sgemm_kernel *k, int64_t
   k->ukernel(kc, a, b, c, ldc, alpha, beta);
   fn(c, ldc, k->mr, k->nr, t);
 }
-
-/* gemm.c: the version for the ISA of microkernel k */
-MTE_HIDDEN mte_epilogue_tile_fn mte__epilogue_tile(const mte_sgemm_kernel *k);
 
 /* 1 if act is an mte_activation this library knows */
 static inline int mte__valid_activation(int act) {

@@ -4,8 +4,10 @@
  * The central idea is the *microkernel descriptor*: each ISA provides a function that
  * multiplies one packed MR x kc panel of A by one packed kc x NR panel of B into an
  * MR x NR tile of C, plus the cache-blocking sizes that suit it. gemm.c (packing, the
- * blocked loops, edge tiles, epilogue, threads) is written once against this descriptor;
- * cpu.c picks the descriptor for the machine. A later int8 GEMM follows the same split.
+ * blocked loops, edge tiles, epilogue, threads) is written once against this descriptor.
+ * Every other ISA-specific family follows the same split, and one table (cpu.c, "the ISA
+ * table" below) picks each family's descriptor for the machine. A later int8 GEMM follows
+ * the same split.
  */
 #ifndef MTE_INTERNAL_H
 #define MTE_INTERNAL_H
@@ -110,11 +112,59 @@ static inline void mte__ukernel_edge(const struct mte_sgemm_kernel *k, int64_t k
     k->ukernel(kc, a, b, tile, k->nr, alpha, 0.0f);
 }
 
-/* cpu.c: the SGEMM kernel for the active ISA (never NULL). */
-MTE_HIDDEN const mte_sgemm_kernel *mte__sgemm_kernel(void);
+/* ---------------------------------------------------------------- the ISA table */
+
+/*
+ * Every ISA-specific piece of the library belongs to a *kernel family*. A family has one
+ * descriptor type (a struct of function pointers and parameters whose `isa` member names
+ * the ISA it was compiled for) and one descriptor per ISA that specialises it, in
+ * src/arch/<isa>/. cpu.c holds the one table that picks them: a row per ISA compiled in,
+ * best first, and a column per family:
+ *
+ *   column        descriptor           declared in                per-ISA file
+ *   sgemm         mte_sgemm_kernel     mte_internal.h (above)     sgemm_kernel.c (+ pack_b_trans.c)
+ *   epilogue      mte_epilogue_kernel  mte_epilogue.h             epilogue_tile.c
+ *   im2col        mte_im2col_kernel    mte_conv_internal.h        im2col_panel.c
+ *   depthwise3x3  mte_dw3x3_kernel     mte_depthwise_internal.h   depthwise3x3.c
+ *   pool          mte_pool_kernel      mte_pool_internal.h        pool_rows.c
+ *   winograd      mte_wino_kernels     mte_winograd_internal.h    winograd_transforms.c
+ *
+ * MTE_FAMILIES below is that list of columns, X(column, descriptor type); the row type, the
+ * generic fallback and the family names (mte_family_name) are all derived from it. A row
+ * may leave a column NULL when its ISA has no specialised kernel for that family: cpu.c
+ * then fills it from the generic row, so mte__isa() always returns a complete row.
+ */
+#define MTE_FAMILIES(X)              \
+  X(sgemm, mte_sgemm_kernel)         \
+  X(epilogue, mte_epilogue_kernel)   \
+  X(im2col, mte_im2col_kernel)       \
+  X(depthwise3x3, mte_dw3x3_kernel)  \
+  X(pool, mte_pool_kernel)           \
+  X(winograd, mte_wino_kernels)
+
+#define MTE_ISA_COLUMN(column, type) const struct type *column;
+typedef struct mte_isa {
+  const char *name; /* as MTE_ISA and mte_set_isa spell it: "avx512", "avx2", ... */
+  uint64_t needs;   /* MTE_CPU_* bits the CPU must have */
+  MTE_FAMILIES(MTE_ISA_COLUMN) /* const mte_sgemm_kernel *sgemm; ... one per family */
+} mte_isa;
+#undef MTE_ISA_COLUMN
+
+/* cpu.c: the active ISA's row, every column filled. A call reads it once, at its start,
+ * and takes all its kernels from it (so mte_set_isa from another thread never mixes ISAs
+ * inside one call). One atomic load: as cheap as a global. */
+MTE_HIDDEN const mte_isa *mte__isa(void);
 
 /* core.c: threads to use for a call. */
 MTE_HIDDEN int mte__num_threads(void);
+
+/* Threads for `work` multiply-adds split over `units` independent pieces: 1 below
+ * `min_work` (a fork/join would cost more) or with one piece, else at most one per piece. */
+static inline int mte__threads_for(double work, double min_work, int64_t units) {
+  int nt = mte__num_threads();
+  if (work < min_work || units < 2) return 1;
+  return nt < units ? nt : (int)units;
+}
 
 /* arena.c: borrow the default arena (or a temporary one if it is busy); give it back. */
 MTE_HIDDEN mte_arena *mte__arena_acquire(int *is_default);

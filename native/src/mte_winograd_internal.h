@@ -5,7 +5,8 @@
  * written once, in mte_winograd_transforms.h, over a GNU C vector of MTE_WINO_VL floats;
  * each src/arch/<isa>/winograd_transforms.c sets the vector width and includes that file,
  * so the same source becomes SSE2/NEON (4 lanes), AVX2 (8) or AVX-512 (16) code. This
- * header declares the resulting kernel tables; winograd.c picks one by the active ISA.
+ * header declares the resulting descriptors, the winograd family (a column of cpu.c's ISA
+ * table); winograd.c takes the active ISA's from mte__isa()->winograd.
  *
  * Lanes: the input and weight transforms run across independent tiles (or weight pairs),
  * the output transform across output channels, so every load and store is contiguous:
@@ -20,7 +21,7 @@
 #ifndef MTE_WINOGRAD_INTERNAL_H
 #define MTE_WINOGRAD_INTERNAL_H
 
-#include <stdint.h>
+#include "mte_internal.h"
 
 typedef struct mte_wino_kernels {
   const char *isa;
@@ -41,11 +42,11 @@ typedef struct mte_wino_kernels {
 } mte_wino_kernels;
 
 extern const mte_wino_kernels mte_wino_kernels_generic;
-#if defined(__x86_64__) && !defined(MTE_NO_X86_KERNELS)
+#if defined(MTE_HAVE_X86_KERNELS)
 extern const mte_wino_kernels mte_wino_kernels_avx2;
 extern const mte_wino_kernels mte_wino_kernels_avx512;
 #endif
-#if defined(__aarch64__) && !defined(MTE_NO_NEON_KERNELS)
+#if defined(MTE_HAVE_NEON_KERNELS)
 extern const mte_wino_kernels mte_wino_kernels_neon;
 #endif
 

@@ -8,6 +8,9 @@
  *             the compiler can keep everything in registers and vectorise);
  *   border    windows clipped by padding or by the bottom/right edge (ceil_mode): the same
  *             scan over the clipped tap ranges, computed once per row / column.
+ * Interior outputs of a row go first to the active ISA's vector row kernels where the window
+ * suits them (the pool family, mte__isa()->pool: src/arch/<isa>/pool_rows.c); the loops here
+ * do what they leave.
  * Max pooling scans taps in window order (row-major), taking a value when it is greater
  * than the best so far or NaN, starting from the first real tap -- so the first maximum
  * wins ties and the last NaN wins; padding never wins (PyTorch's rules).
@@ -16,7 +19,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "mte_depthwise_internal.h"
+#include "mte_pool_internal.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -25,6 +28,10 @@
 #define INLINE static inline __attribute__((always_inline))
 #define POOL_MAX_PARAM ((int64_t)1 << 30)
 #define POOL_PARALLEL_MIN_WORK (32.0 * 1024.0)
+
+static int threads_for(double work, int64_t planes) {
+  return mte__threads_for(work, POOL_PARALLEL_MIN_WORK, planes);
+}
 
 static int64_t floor_div(int64_t a, int64_t b) { /* b > 0 */
   return a >= 0 ? a / b : -((-a + b - 1) / b);
@@ -63,26 +70,6 @@ static int check_sizes(int64_t N, int64_t C, int64_t H, int64_t W, int64_t Ho, i
       !mte__mul_size(b, sizeof(int64_t), &b))
     return MTE_EOVERFLOW;
   return MTE_OK;
-}
-
-static int threads_for(double work, int64_t planes) {
-  int nt = mte__num_threads();
-  if (work < POOL_PARALLEL_MIN_WORK || planes < 2) return 1;
-  return nt < planes ? nt : (int)planes;
-}
-
-/* the row kernels of the active ISA, or NULL (portable code only) */
-static const mte_pool_kernel *pick_kernel(void) {
-  const char *isa = mte_active_isa();
-#if defined(MTE_HAVE_X86_KERNELS)
-  if (strcmp(isa, "avx512") == 0) return &mte_pool_kernel_avx512;
-  if (strcmp(isa, "avx2") == 0) return &mte_pool_kernel_avx2;
-#endif
-#if defined(MTE_HAVE_NEON_KERNELS)
-  if (strcmp(isa, "neon") == 0) return &mte_pool_kernel_neon;
-#endif
-  (void)isa;
-  return NULL;
 }
 
 /* whether a row kernel can take this window: dilation 1, stride 1 or 2, int32 offsets */
@@ -209,31 +196,6 @@ static void max_plane(const mte_pool2d_params *p, const mte_pool_kernel *k, cons
   }
 }
 
-int mte_max_pool2d(const mte_pool2d_params *p, int64_t N, int64_t C, int64_t H, int64_t W,
-                   const float *x, float *y, int64_t *indices) {
-  int st = check_params(p, 0);
-  if (st != MTE_OK) return st;
-  const int64_t Ho = mte_pool2d_output_size(H, p->kernel_h, p->stride_h, p->pad_h,
-                                            p->dilation_h, p->ceil_mode);
-  const int64_t Wo = mte_pool2d_output_size(W, p->kernel_w, p->stride_w, p->pad_w,
-                                            p->dilation_w, p->ceil_mode);
-  st = check_sizes(N, C, H, W, Ho, Wo);
-  if (st != MTE_OK) return st;
-  const int64_t planes = N * C;
-  if (planes == 0 || Ho == 0 || Wo == 0) return MTE_OK;
-  if (H == 0 || W == 0) return MTE_EINVAL; /* windows with nothing to take */
-  if (!x || !y) return MTE_EINVAL;
-  const int nt = threads_for((double)planes * Ho * Wo * p->kernel_h * p->kernel_w, planes);
-  const mte_pool_kernel *k = row_kernel_fits(p, W) ? pick_kernel() : NULL;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-#endif
-  for (int64_t q = 0; q < planes; ++q)
-    max_plane(p, k, x + q * H * W, H, W, Ho, Wo, y + q * Ho * Wo,
-              indices ? indices + q * Ho * Wo : NULL);
-  return MTE_OK;
-}
-
 int mte_max_pool2d_backward(int64_t N, int64_t C, int64_t H, int64_t W, int64_t L,
                             const float *gy, const int64_t *indices, float *gx) {
   int st = check_sizes(N, C, H, W, L, 1);
@@ -340,28 +302,50 @@ static void avg_plane(const mte_pool2d_params *p, const mte_pool_kernel *k, cons
   }
 }
 
-int mte_avg_pool2d(const mte_pool2d_params *p, int64_t N, int64_t C, int64_t H, int64_t W,
-                   const float *x, float *y) {
-  int st = check_params(p, 1);
+/* ---------------------------------------------------------------- forward, both */
+
+/* Max (avg = 0) or average pooling of every plane, with the active ISA's row kernels where
+ * the window suits them (mte__isa()->pool). */
+static int pool_forward(const mte_pool2d_params *p, int avg, int64_t N, int64_t C, int64_t H,
+                        int64_t W, const float *x, float *y, int64_t *indices) {
+  int st = check_params(p, avg); /* (average pooling: dilation 1) */
   if (st != MTE_OK) return st;
-  const int64_t Ho = mte_pool2d_output_size(H, p->kernel_h, p->stride_h, p->pad_h, 1,
-                                            p->ceil_mode);
-  const int64_t Wo = mte_pool2d_output_size(W, p->kernel_w, p->stride_w, p->pad_w, 1,
-                                            p->ceil_mode);
+  const int64_t Ho = mte_pool2d_output_size(H, p->kernel_h, p->stride_h, p->pad_h,
+                                            p->dilation_h, p->ceil_mode);
+  const int64_t Wo = mte_pool2d_output_size(W, p->kernel_w, p->stride_w, p->pad_w,
+                                            p->dilation_w, p->ceil_mode);
   st = check_sizes(N, C, H, W, Ho, Wo);
   if (st != MTE_OK) return st;
   const int64_t planes = N * C;
   if (planes == 0 || Ho == 0 || Wo == 0) return MTE_OK;
+  if (!avg && (H == 0 || W == 0)) return MTE_EINVAL; /* max of windows with nothing inside */
   if (!x || !y) return MTE_EINVAL;
   const int nt = threads_for((double)planes * Ho * Wo * p->kernel_h * p->kernel_w, planes);
-  const mte_pool_kernel *k = row_kernel_fits(p, W) ? pick_kernel() : NULL;
+  const mte_pool_kernel *k = row_kernel_fits(p, W) ? mte__isa()->pool : NULL;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
 #endif
-  for (int64_t q = 0; q < planes; ++q)
-    avg_plane(p, k, x + q * H * W, H, W, Ho, Wo, y + q * Ho * Wo);
+  for (int64_t q = 0; q < planes; ++q) {
+    if (avg)
+      avg_plane(p, k, x + q * H * W, H, W, Ho, Wo, y + q * Ho * Wo);
+    else
+      max_plane(p, k, x + q * H * W, H, W, Ho, Wo, y + q * Ho * Wo,
+                indices ? indices + q * Ho * Wo : NULL);
+  }
   return MTE_OK;
 }
+
+int mte_max_pool2d(const mte_pool2d_params *p, int64_t N, int64_t C, int64_t H, int64_t W,
+                   const float *x, float *y, int64_t *indices) {
+  return pool_forward(p, 0, N, C, H, W, x, y, indices);
+}
+
+int mte_avg_pool2d(const mte_pool2d_params *p, int64_t N, int64_t C, int64_t H, int64_t W,
+                   const float *x, float *y) {
+  return pool_forward(p, 1, N, C, H, W, x, y, NULL);
+}
+
+/* ---------------------------------------------------------------- average pooling, backward */
 
 /* add g to a kh x kw block of gx at `base` (every tap inside); KH, KW > 0 fixes the size */
 INLINE void spread(const int KH, const int KW, int64_t kh, int64_t kw, float *gx, int64_t W,

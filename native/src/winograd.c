@@ -59,20 +59,7 @@ static inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t g_block_tiles = 0; /* test knob: tiles per block (0 = by bytes) */
 void mte__winograd_set_block_tiles(int64_t tiles) { g_block_tiles = tiles > 0 ? tiles : 0; }
 
-/* ---------------------------------------------------------------- kernels, workspace */
-
-static const mte_wino_kernels *wino_kernels(void) {
-  const char *isa = mte_active_isa();
-#ifdef MTE_HAVE_X86_KERNELS
-  if (strcmp(isa, "avx512") == 0) return &mte_wino_kernels_avx512;
-  if (strcmp(isa, "avx2") == 0) return &mte_wino_kernels_avx2;
-#endif
-#ifdef MTE_HAVE_NEON_KERNELS
-  if (strcmp(isa, "neon") == 0) return &mte_wino_kernels_neon;
-#endif
-  (void)isa;
-  return &mte_wino_kernels_generic;
-}
+/* ---------------------------------------------------------------- workspace */
 
 /* The workspace arena, shared by calls; a call that finds it busy (another thread is in a
  * Winograd call) uses a private one, freed at its end. */
@@ -199,7 +186,7 @@ int mte_winograd_transform_weight(int tile, int64_t K, int64_t C, const float *w
   float *wt = st == MTE_OK ? (float *)mte_arena_alloc(a, bytes) : NULL;
   if (!wt) st = st == MTE_OK ? MTE_ENOMEM : st;
   if (st == MTE_OK) {
-    transform_weight(wino_kernels(), tile, K, C, w, U, wt, nt);
+    transform_weight(mte__isa()->winograd, tile, K, C, w, U, wt, nt);
     st = mte_arena_check(a);
   }
   mte_arena_reset(a);
@@ -215,6 +202,7 @@ typedef struct wino_plan {
   int64_t th_n, tw_n; /* tiles per image, down and across */
   int64_t rows;       /* tile rows of the whole batch: N * th_n */
   int64_t rb, tb;     /* tile rows and tiles per block */
+  const mte_wino_kernels *wk; /* the transforms */
   /* GEMM: the microkernel, its blocking, and the buffer geometry */
   const mte_sgemm_kernel *gk;
   int mr, nr;
@@ -367,8 +355,9 @@ static int make_plan(wino_plan *P, int tile, int64_t N, int64_t C, int64_t H, in
     return MTE_EOVERFLOW;
   P->rows = N * P->th_n;
 
-  const mte_sgemm_kernel *gk = mte__sgemm_kernel();
-  P->gk = gk, P->mr = gk->mr, P->nr = gk->nr;
+  const mte_isa *isa = mte__isa(); /* both families from one row */
+  const mte_sgemm_kernel *gk = isa->sgemm;
+  P->gk = gk, P->wk = isa->winograd, P->mr = gk->mr, P->nr = gk->nr;
   /* k-slices: C split into equal parts no deeper than the kernel's KC */
   P->kc = max64(1, ceil_div(C, ceil_div(max64(C, 1), gk->kc)));
   /* packed U block about 256 KB (L2), whole nr panels */
@@ -443,7 +432,7 @@ int mte_winograd3x3(int tile, int64_t N, int64_t C, int64_t H, int64_t W, int64_
   for (int i = 0; i < 6 && st == MTE_OK; ++i)
     if ((i >= 2 || !U) && !(buf[i] = (float *)mte_arena_alloc(ws, part[i]))) st = MTE_ENOMEM;
   if (st == MTE_OK) {
-    const mte_wino_kernels *kern = wino_kernels();
+    const mte_wino_kernels *kern = P.wk;
     if (!U) {
       transform_weight(kern, P.m, K, C, w, buf[0], buf[1], P.nt);
       U = buf[0];

@@ -1,7 +1,8 @@
 /*
  * test_cpu.c - CPU feature detection and ISA dispatch.
  *
- *   test_cpu              consistency of features, compiled/available ISAs, mte_set_isa
+ *   test_cpu              consistency of features, compiled/available ISAs, mte_set_isa,
+ *                         the ISA table (every family of every usable ISA, switched together)
  *   test_cpu --check-env  the active ISA obeys MTE_ISA: the best available ISA not above
  *                         the requested one (unknown values: the best available)
  */
@@ -9,7 +10,12 @@
 #include <string.h>
 
 #include "mte.h"
+#include "mte_conv_internal.h"
+#include "mte_depthwise_internal.h"
+#include "mte_internal.h"
+#include "mte_pool_internal.h"
 #include "mte_test.h"
+#include "mte_winograd_internal.h"
 
 #define MAX_ISAS 8
 
@@ -26,6 +32,58 @@ static int split(const char *s, char out[MAX_ISAS][16]) {
     s += strcspn(s, " ");
   }
   return n;
+}
+
+/* The active row of the ISA table after mte_set_isa(isa): every column filled, each
+ * descriptor is that ISA's or the generic one, and mte_family_isa reports the same. */
+static void check_row(const char *isa) {
+  const mte_isa *r = mte__isa();
+  CHECK(strcmp(r->name, isa) == 0 && strcmp(mte_active_isa(), isa) == 0, "row %s", isa);
+  int f = 0, own = 0;
+#define CHECK_COLUMN(column, type)                                                         \
+  do {                                                                                     \
+    const char *name = mte_family_name(f++);                                               \
+    CHECK(name && strcmp(name, #column) == 0, "family %d is %s", f - 1, #column);          \
+    CHECK(r->column != NULL, "%s: %s has no descriptor", isa, #column);                    \
+    if (!r->column) break;                                                                 \
+    const char *got = r->column->isa;                                                      \
+    CHECK(strcmp(got, isa) == 0 || strcmp(got, "generic") == 0, "%s: %s is %s's", isa,     \
+          #column, got);                                                                   \
+    CHECK(mte_family_isa(#column) && strcmp(mte_family_isa(#column), got) == 0,            \
+          "%s: mte_family_isa(%s)", isa, #column);                                         \
+    own += strcmp(got, isa) == 0;                                                          \
+  } while (0);
+  MTE_FAMILIES(CHECK_COLUMN)
+#undef CHECK_COLUMN
+  CHECK(f == mte_family_count(), "%d families, count %d", f, mte_family_count());
+  CHECK(strcmp(r->sgemm->isa, isa) == 0, "%s has its own sgemm microkernel", isa);
+#if defined(__x86_64__)
+  /* the x86 rows specialise every family */
+  CHECK(own == f, "%s specialises %d of %d families", isa, own, f);
+#else
+  (void)own;
+#endif
+}
+
+static void check_table(char isas[][16], int n) {
+  CHECK(mte_family_count() >= 6, "families %d", mte_family_count());
+  CHECK(mte_family_name(-1) == NULL && mte_family_name(mte_family_count()) == NULL,
+        "family index out of range");
+  CHECK(mte_family_isa("bogus") == NULL && mte_family_isa(NULL) == NULL, "unknown family");
+  for (int i = 0; i < n; ++i) {
+    if (mte_set_isa(isas[i]) != MTE_OK) continue; /* not supported here */
+    check_row(isas[i]);
+  }
+  /* switching back and forth switches every family's reported ISA */
+  CHECK(mte_set_isa("generic") == MTE_OK, "generic");
+  for (int f = 0; f < mte_family_count(); ++f)
+    CHECK(strcmp(mte_family_isa(mte_family_name(f)), "generic") == 0, "generic: %s",
+          mte_family_name(f));
+  CHECK(mte_set_isa("auto") == MTE_OK, "auto");
+  printf("dispatch (%s):", mte_active_isa());
+  for (int f = 0; f < mte_family_count(); ++f)
+    printf(" %s=%s", mte_family_name(f), mte_family_isa(mte_family_name(f)));
+  printf("\n");
 }
 
 int main(int argc, char **argv) {
@@ -96,10 +154,11 @@ int main(int argc, char **argv) {
     int st = mte_set_isa(isas[i]);
     if (mte_isa_available(isas[i])) {
       CHECK(st == MTE_OK && strcmp(mte_active_isa(), isas[i]) == 0, "set_isa %s", isas[i]);
-      /* each ISA's FMA loop runs and gives a plausible rate (0.1 .. 10000 GFLOP/s) */
+      /* each ISA's FMA loop runs and gives a plausible rate (0.01 .. 10000 GFLOP/s: under
+       * qemu-aarch64 on a loaded machine NEON gives ~0.05-0.1) */
       double peak = mte_peak_gflops(0.01);
       printf("fp32 FMA peak with %s: %.1f GFLOP/s\n", isas[i], peak);
-      CHECK(peak > 0.1 && peak < 10000.0, "peak %s %.3f", isas[i], peak);
+      CHECK(peak > 0.01 && peak < 10000.0, "peak %s %.3f", isas[i], peak);
     } else {
       CHECK(st == MTE_EUNSUPPORTED && strcmp(mte_active_isa(), before) == 0,
             "set_isa %s refused", isas[i]);
@@ -115,6 +174,7 @@ int main(int argc, char **argv) {
 #endif
   CHECK(strcmp(mte_active_isa(), before) == 0, "refusals change nothing");
   CHECK(mte_set_isa("auto") == MTE_OK, "auto");
+  check_table(isas, n);
 
   /* threads */
   int t0 = mte_get_num_threads();

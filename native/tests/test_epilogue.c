@@ -131,6 +131,32 @@ static int gemm_case(int ta, int tb, int64_t M, int64_t N, int64_t K, float alph
   return bad;
 }
 
+/* NaN through ReLU / ReLU6 stays NaN (as in PyTorch and numpy) on every path of the epilogue:
+ * the microkernel's fused store (full tiles, bias per column), the tile pass (a ragged last
+ * panel, a residual) and K == 0. Row 0 of A is NaN, so row 0 of C must be NaN everywhere. */
+static void relu_keeps_nan(void) {
+  const int64_t M = 9, K = 5;
+  const int64_t widths[] = {64, 67, 3};
+  for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; ++wi) {
+    const int64_t N = widths[wi];
+    float *a = rand_buf((size_t)(M * K), 1.0f), *b = rand_buf((size_t)(K * N), 1.0f);
+    float *bias = rand_buf((size_t)N, 1.0f), *res = rand_buf((size_t)(M * N), 1.0f);
+    float *c = malloc((size_t)(M * N) * sizeof(float));
+    for (int64_t k = 0; k < K; ++k) a[k] = NAN;
+    for (int act = MTE_ACT_RELU; act <= MTE_ACT_RELU6; ++act)
+      for (int with_res = 0; with_res <= 1; ++with_res) {
+        mte_epilogue ep = {MTE_BIAS_PER_COL, bias, act, with_res ? res : NULL, N};
+        CHECK(mte_sgemm_ex(0, 0, M, N, K, 1.0f, a, K, b, N, 0.0f, c, N, &ep, NULL) == MTE_OK,
+              "[%s] relu nan status", g_label);
+        int kept = 1;
+        for (int64_t j = 0; j < N; ++j) kept &= isnan(c[j]);
+        CHECK(kept, "[%s] %s, N=%lld, residual %d: NaN became a number", g_label,
+              k_act_names[act], (long long)N, with_res);
+      }
+    free(a), free(b), free(bias), free(res), free(c);
+  }
+}
+
 static void gemm_matrix(void) {
   static const int64_t shapes[][3] = {{1, 1, 1},    {7, 13, 5},    {37, 45, 600}, {13, 300, 9},
                                       {5, 7, 0},    {97, 131, 257}, {2, 33, 3},   {31, 1, 17}};
@@ -266,6 +292,7 @@ int main(int argc, char **argv) {
       g_label = label;
       const int before = mte_test_failed;
       if (t == 1) activation_sweep(quick);
+      relu_keeps_nan();
       gemm_matrix();
       conv_tests();
       printf("  %-22s %s\n", label, mte_test_failed == before ? "ok" : "FAILED");

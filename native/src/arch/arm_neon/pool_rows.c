@@ -7,7 +7,7 @@
  * on the data. vld2q reads 8 floats for 4 outputs (one past the last tap), so the vector
  * loop stops where that would leave the plane and returns; pool.c finishes the row.
  */
-#include "../../mte_depthwise_internal.h"
+#include "../../mte_pool_internal.h"
 
 #if defined(__aarch64__)
 #include <arm_neon.h>

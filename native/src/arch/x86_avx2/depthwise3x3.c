@@ -36,9 +36,9 @@ INLINE __m256i between(int64_t lo, int64_t hi) {
 }
 
 INLINE __m256 act_v(__m256 v, int act) {
-  if (act == MTE_ACT_RELU) return _mm256_max_ps(v, _mm256_setzero_ps());
+  if (act == MTE_ACT_RELU) return _mm256_max_ps(_mm256_setzero_ps(), v); /* NaN stays */
   if (act == MTE_ACT_RELU6)
-    return _mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), _mm256_set1_ps(6.0f));
+    return _mm256_min_ps(_mm256_set1_ps(6.0f), _mm256_max_ps(_mm256_setzero_ps(), v));
   return v;
 }
 

@@ -19,8 +19,8 @@ static inline __m256i lanes(int64_t a, int64_t b) {
                           _mm256_cmpgt_epi32(_mm256_set1_epi32(ib), lane));
 }
 
-void mte__im2col_panel_avx2(const mte_conv_segs *sg, const float *x, int64_t p0, int64_t kc,
-                            int nr, float *MTE_RESTRICT dst) {
+static void im2col_panel(const mte_conv_segs *sg, const float *x, int64_t p0, int64_t kc,
+                         int nr, float *MTE_RESTRICT dst) {
   if (sg->sw != 1) {
     mte__im2col_panel_generic(sg, x, p0, kc, nr, dst);
     return;
@@ -55,8 +55,8 @@ void mte__im2col_panel_avx2(const mte_conv_segs *sg, const float *x, int64_t p0,
   }
 }
 
-void mte__col2im_avx2(const mte_conv_segs *sg, float *gx, const float *cols, int64_t ldc,
-                      int64_t rows) {
+static void col2im(const mte_conv_segs *sg, float *gx, const float *cols, int64_t ldc,
+                   int64_t rows) {
   if (sg->sw != 1) {
     mte__col2im_generic(sg, gx, cols, ldc, rows);
     return;
@@ -88,8 +88,8 @@ void mte__col2im_avx2(const mte_conv_segs *sg, float *gx, const float *cols, int
   }
 }
 
-void mte__im2col_pieces_avx2(const mte_conv_pieces *pcs, const float *x, int64_t p0,
-                             int64_t kc, float *MTE_RESTRICT dst) {
+static void im2col_pieces(const mte_conv_pieces *pcs, const float *x, int64_t p0,
+                          int64_t kc, float *MTE_RESTRICT dst) {
   __m256i m0[MTE_CONV_MAX_PIECES], m1[MTE_CONV_MAX_PIECES]; /* lanes 0-7 and 8-15 */
   const int n = pcs->n, nr = pcs->nr;
   for (int k = 0; k < n; ++k) m0[k] = lanes(0, pcs->len[k]), m1[k] = lanes(0, pcs->len[k] - 8);
@@ -112,8 +112,8 @@ void mte__im2col_pieces_avx2(const mte_conv_pieces *pcs, const float *x, int64_t
   }
 }
 
-void mte__col2im_pieces_avx2(const mte_conv_pieces *pcs, float *gx, const float *cols,
-                             int64_t ldc, int64_t rows) {
+static void col2im_pieces(const mte_conv_pieces *pcs, float *gx, const float *cols,
+                          int64_t ldc, int64_t rows) {
   __m256i m0[MTE_CONV_MAX_PIECES], m1[MTE_CONV_MAX_PIECES];
   const int n = pcs->n;
   for (int k = 0; k < n; ++k) m0[k] = lanes(0, pcs->len[k]), m1[k] = lanes(0, pcs->len[k] - 8);
@@ -134,5 +134,8 @@ void mte__col2im_pieces_avx2(const mte_conv_pieces *pcs, float *gx, const float 
         }
       }
 }
+
+const mte_im2col_kernel mte_im2col_kernel_avx2 = {"avx2", im2col_panel, im2col_pieces, col2im,
+                                                 col2im_pieces};
 
 #endif

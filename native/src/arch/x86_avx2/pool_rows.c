@@ -8,7 +8,7 @@
  * done lane-wise with blends (take = (v > best) | isnan(v)): no branches on the data. A
  * last partial vector uses vmaskmov loads and stores (masked lanes are not touched).
  */
-#include "../../mte_depthwise_internal.h"
+#include "../../mte_pool_internal.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

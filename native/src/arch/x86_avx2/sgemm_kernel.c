@@ -60,8 +60,8 @@ ukernel_body(int64_t kc, const float *MTE_RESTRICT a, const float *MTE_RESTRICT 
       if (beta != 0.0f) r = _mm256_fmadd_ps(vb, _mm256_loadu_ps(cp), r);
       if (row_bias) r = _mm256_add_ps(r, rb);
       if (col_bias) r = _mm256_add_ps(r, cb[v]);
-      if (act != MTE_ACT_NONE) r = _mm256_max_ps(r, zero);
-      if (act == MTE_ACT_RELU6) r = _mm256_min_ps(r, six);
+      if (act != MTE_ACT_NONE) r = _mm256_max_ps(zero, r); /* NaN stays NaN */
+      if (act == MTE_ACT_RELU6) r = _mm256_min_ps(six, r);
       _mm256_storeu_ps(cp, r);
     }
   }

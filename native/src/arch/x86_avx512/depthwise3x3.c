@@ -34,16 +34,16 @@ INLINE __mmask16 below(int64_t n) {
 }
 
 INLINE __m512 act_v(__m512 v, int act) {
-  if (act == MTE_ACT_RELU) return _mm512_max_ps(v, _mm512_setzero_ps());
+  if (act == MTE_ACT_RELU) return _mm512_max_ps(_mm512_setzero_ps(), v); /* NaN stays */
   if (act == MTE_ACT_RELU6)
-    return _mm512_min_ps(_mm512_max_ps(v, _mm512_setzero_ps()), _mm512_set1_ps(6.0f));
+    return _mm512_min_ps(_mm512_set1_ps(6.0f), _mm512_max_ps(_mm512_setzero_ps(), v));
   return v;
 }
 
 INLINE __m256 act_h(__m256 v, int act) {
-  if (act == MTE_ACT_RELU) return _mm256_max_ps(v, _mm256_setzero_ps());
+  if (act == MTE_ACT_RELU) return _mm256_max_ps(_mm256_setzero_ps(), v); /* NaN stays */
   if (act == MTE_ACT_RELU6)
-    return _mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), _mm256_set1_ps(6.0f));
+    return _mm256_min_ps(_mm256_set1_ps(6.0f), _mm256_max_ps(_mm256_setzero_ps(), v));
   return v;
 }
 

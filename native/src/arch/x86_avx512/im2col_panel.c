@@ -17,8 +17,8 @@ static inline __mmask16 lanes(int64_t a, int64_t b) { /* lanes [a, b) of 16, cla
   return (__mmask16)(((1u << b) - 1u) & ~((1u << a) - 1u));
 }
 
-void mte__im2col_panel_avx512(const mte_conv_segs *sg, const float *x, int64_t p0, int64_t kc,
-                              int nr, float *MTE_RESTRICT dst) {
+static void im2col_panel(const mte_conv_segs *sg, const float *x, int64_t p0, int64_t kc,
+                         int nr, float *MTE_RESTRICT dst) {
   if (sg->sw != 1) {
     mte__im2col_panel_generic(sg, x, p0, kc, nr, dst);
     return;
@@ -52,8 +52,8 @@ void mte__im2col_panel_avx512(const mte_conv_segs *sg, const float *x, int64_t p
   }
 }
 
-void mte__col2im_avx512(const mte_conv_segs *sg, float *gx, const float *cols, int64_t ldc,
-                        int64_t rows) {
+static void col2im(const mte_conv_segs *sg, float *gx, const float *cols, int64_t ldc,
+                   int64_t rows) {
   if (sg->sw != 1) {
     mte__col2im_generic(sg, gx, cols, ldc, rows);
     return;
@@ -85,8 +85,8 @@ void mte__col2im_avx512(const mte_conv_segs *sg, float *gx, const float *cols, i
   }
 }
 
-void mte__im2col_pieces_avx512(const mte_conv_pieces *pcs, const float *x, int64_t p0,
-                               int64_t kc, float *MTE_RESTRICT dst) {
+static void im2col_pieces(const mte_conv_pieces *pcs, const float *x, int64_t p0,
+                          int64_t kc, float *MTE_RESTRICT dst) {
   __mmask16 m[MTE_CONV_MAX_PIECES];
   const int n = pcs->n, nr = pcs->nr;
   for (int k = 0; k < n; ++k) m[k] = lanes(0, pcs->len[k]);
@@ -107,8 +107,8 @@ void mte__im2col_pieces_avx512(const mte_conv_pieces *pcs, const float *x, int64
   }
 }
 
-void mte__col2im_pieces_avx512(const mte_conv_pieces *pcs, float *gx, const float *cols,
-                               int64_t ldc, int64_t rows) {
+static void col2im_pieces(const mte_conv_pieces *pcs, float *gx, const float *cols,
+                          int64_t ldc, int64_t rows) {
   __mmask16 m[MTE_CONV_MAX_PIECES];
   const int n = pcs->n;
   for (int k = 0; k < n; ++k) m[k] = lanes(0, pcs->len[k]);
@@ -127,5 +127,8 @@ void mte__col2im_pieces_avx512(const mte_conv_pieces *pcs, float *gx, const floa
                                                        _mm512_maskz_loadu_ps(m[k], a)));
       }
 }
+
+const mte_im2col_kernel mte_im2col_kernel_avx512 = {"avx512", im2col_panel, im2col_pieces,
+                                                   col2im, col2im_pieces};
 
 #endif

@@ -9,7 +9,7 @@
  * branch mispredictions; the offsets become int64 flat indices at the store. The last
  * partial vector is just a lane mask.
  */
-#include "../../mte_depthwise_internal.h"
+#include "../../mte_pool_internal.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

@@ -82,8 +82,8 @@ ukernel_body(int64_t kc, const float *MTE_RESTRICT a, const float *MTE_RESTRICT 
       if (beta != 0.0f) r = _mm512_fmadd_ps(vb, _mm512_loadu_ps(cp), r);
       if (row_bias) r = _mm512_add_ps(r, rb);
       if (col_bias) r = _mm512_add_ps(r, cb[v]);
-      if (act != MTE_ACT_NONE) r = _mm512_max_ps(r, zero);
-      if (act == MTE_ACT_RELU6) r = _mm512_min_ps(r, six);
+      if (act != MTE_ACT_NONE) r = _mm512_max_ps(zero, r); /* NaN stays NaN */
+      if (act == MTE_ACT_RELU6) r = _mm512_min_ps(six, r);
       _mm512_storeu_ps(cp, r);
     }
   }

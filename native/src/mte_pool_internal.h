@@ -1,0 +1,42 @@
+/*
+ * mte_pool_internal.h - the pool family: per-ISA pooling row kernels (not installed).
+ */
+#ifndef MTE_POOL_INTERNAL_H
+#define MTE_POOL_INTERNAL_H
+
+#include "mte_internal.h"
+
+/*
+ * Row kernels (pool.c owns everything else): `count` outputs of one output row whose
+ * kh x kw windows (dilation 1, column stride sw = 1 or 2) lie entirely inside the plane;
+ * output s has its window's top-left tap at x[h0*W + w0 + s*sw].
+ *   max: y[s] = the maximum (PyTorch's scan: the first maximum wins ties, the last NaN
+ *        wins), ind[s] = its flat index (h0+i)*W + w0 + s*sw + j. Needs kh*W < 2^31.
+ *   avg: y[s] = (sum of the taps in row-major order, from 0) / div.
+ * Each returns how many outputs it did (a prefix); pool.c does the rest. NULL = none.
+ */
+typedef int64_t (*mte_maxpool_row_fn)(const float *x, int64_t W, int64_t h0, int64_t w0,
+                                      int64_t kh, int64_t kw, int64_t sw, int64_t count,
+                                      float *y, int64_t *ind);
+typedef int64_t (*mte_avgpool_row_fn)(const float *x, int64_t W, int64_t h0, int64_t w0,
+                                      int64_t kh, int64_t kw, int64_t sw, int64_t count,
+                                      float div, float *y);
+
+/* the pool family's descriptor (a column of cpu.c's ISA table) */
+typedef struct mte_pool_kernel {
+  const char *isa;
+  mte_maxpool_row_fn max_row;
+  mte_avgpool_row_fn avg_row;
+} mte_pool_kernel;
+
+/* generic: no row kernels (NULL), pool.c's portable loops do every output */
+extern const mte_pool_kernel mte_pool_kernel_generic;
+#if defined(MTE_HAVE_X86_KERNELS)
+extern const mte_pool_kernel mte_pool_kernel_avx2;
+extern const mte_pool_kernel mte_pool_kernel_avx512;
+#endif
+#if defined(MTE_HAVE_NEON_KERNELS)
+extern const mte_pool_kernel mte_pool_kernel_neon;
+#endif
+
+#endif /* MTE_POOL_INTERNAL_H */
