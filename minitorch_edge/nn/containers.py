@@ -2,10 +2,20 @@
 
 They hold modules (or parameters) under the names "0", "1", ... or given keys, so that the
 parent module's parameters(), state_dict() and to() reach everything inside.
+
+Sequential fuses pairs: where a module is an exact nn.Linear or nn.Conv2d and the next one an
+exact activation with a fused form (ReLU, ReLU6; GELU after Linear), and neither has forward
+hooks, forward runs the pair through ``functional.fused.pair_forward``: one backend call that
+applies the activation to each output tile while it is in cache, with the same result as the
+two modules one after the other (Linear + ReLU/ReLU6 always, as one autograd node; GELU and
+Conv2d pairs when nothing is recorded; otherwise the two modules run as usual). The modules,
+their names and the state_dict do not change. The rules, and the switch that turns fusion off
+(``MTE_FUSE=0``), are in nn/functional/fused.py.
 """
 import operator
 from collections import OrderedDict
 
+from .functional import fused
 from .module import Module
 from .parameter import Parameter
 
@@ -68,8 +78,15 @@ class Sequential(_ModuleSequence, Module):
                 self.add_module(str(i), m)
 
     def forward(self, input):
-        for m in self._modules.values():
-            input = m(input)
+        modules = list(self._modules.values())
+        i = 0
+        while i < len(modules):
+            if i + 1 < len(modules) and fused.can_fuse(modules[i], modules[i + 1]):
+                input = fused.pair_forward(modules[i], modules[i + 1], input)  # e.g. Linear+ReLU
+                i += 2
+            else:
+                input = modules[i](input)
+                i += 1
         return input
 
     def __getitem__(self, idx):

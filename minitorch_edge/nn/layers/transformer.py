@@ -14,6 +14,10 @@ norm3/dropout3.
 
 A stack (TransformerEncoder / TransformerDecoder) holds ``num_layers`` deep copies of the layer
 it is given (independent weights, all starting equal, as in PyTorch) and an optional final norm.
+The feed-forward block runs ``activation(linear1(x))`` through nn/functional/fused.py's
+``pair_forward``: one GEMM with the activation in its epilogue (ReLU in training too, GELU when
+nothing is recorded), the same result as the two steps.
+
 Differences from PyTorch: no fused inference fast path and no nested tensors (in PyTorch's eval
 mode without grad, TransformerEncoder may return zeros at padded positions of
 src_key_padding_mask; we return the values computed there).
@@ -26,6 +30,7 @@ from ... import dtypes as _dt
 from ...ops.activation import gelu, relu
 from ...tensor import Tensor
 from ..containers import ModuleList
+from ..functional.fused import pair_forward
 from ..module import Module
 from ..init import xavier_uniform_
 from .attention import MultiheadAttention
@@ -129,7 +134,8 @@ class TransformerEncoderLayer(Module):
         return self.dropout1(x)
 
     def _ff_block(self, x):
-        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        h = pair_forward(self.linear1, self.activation, x)  # activation(linear1(x)), fused
+        x = self.linear2(self.dropout(h))
         return self.dropout2(x)
 
 
@@ -190,7 +196,8 @@ class TransformerDecoderLayer(Module):
         return self.dropout2(x)
 
     def _ff_block(self, x):
-        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        h = pair_forward(self.linear1, self.activation, x)  # activation(linear1(x)), fused
+        x = self.linear2(self.dropout(h))
         return self.dropout3(x)
 
 
