@@ -474,3 +474,49 @@ def test_hessian_vector_product_matches_torch(name):
         out.append([g.detach().numpy() for g in hv])
     for a, b in zip(*out):
         np.testing.assert_allclose(a, b, rtol=1e-7, atol=1e-10)
+
+
+# ---- custom Functions: the gradient count and next_functions, as PyTorch ----------------------
+
+def _scale_function(lib, grads):
+    """A user Function y = x * k (k a Python number) whose backward returns `grads(g)`."""
+    class Scale(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, k):
+            return x * k
+
+        @staticmethod
+        def backward(ctx, g):
+            return grads(g)
+    return Scale
+
+
+@pytest.mark.parametrize("grads,ok", [
+    (lambda g: (g * 2, None), True),
+    (lambda g: (g * 2, None, None), True),      # extra gradients are fine when they are None
+    (lambda g: (g * 2, None, g), False),        # ... and an error when one is not
+    (lambda g: (g * 2,), False),                # too few
+])
+def test_custom_backward_gradient_count_like_torch(grads, ok):
+    torch = import_torch()
+    for lib in (torch, mte):
+        x = lib.ones(2, requires_grad=True)
+        y = _scale_function(lib, grads).apply(x, 3)
+        if ok:
+            y.sum().backward()
+            assert x.grad.tolist() == [2.0, 2.0]
+        else:
+            with pytest.raises(RuntimeError, match=r"returned an incorrect number of gradients "
+                                                   r"\(expected 2, got \d\)"):
+                y.sum().backward()
+
+
+def test_custom_next_functions_list_only_tensor_arguments():
+    torch = import_torch()
+    shapes = []
+    for lib in (torch, mte):
+        x = lib.ones(2, requires_grad=True)
+        y = _scale_function(lib, lambda g: (g, None)).apply(x, 3)
+        fns = y.grad_fn.next_functions
+        shapes.append([(type(f).__name__ if f is not None else None, nr) for f, nr in fns])
+    assert shapes[0] == shapes[1] == [("AccumulateGrad", 0)]

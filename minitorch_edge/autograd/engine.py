@@ -178,9 +178,10 @@ def _call_backward(node, grads):
     if not isinstance(result, tuple):
         result = (result,)
     n_in = len(node._next)
-    if len(result) < n_in:
+    if len(result) != n_in and (len(result) < n_in
+                                or any(g is not None for g in result[n_in:])):
         raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
-                           f"(expected {n_in}, got {len(result)})")
+                           f"(expected {n_in}, got {len(result)})")  # extra ones must be None
     result = list(result[:n_in])
     hooks = node.__dict__.get("_node_hooks")
     if hooks:

@@ -62,6 +62,7 @@ class Node:
     _retain = None        # retain_grad(): {output_nr: weakref to tensor}
     _freed = False
     _stack = None         # forward stack, recorded in anomaly mode
+    _tensor_slots = None  # user Functions: which arguments were Tensors (for next_functions)
     materialize_grads = True
     needs_input_grad = ()
 
@@ -120,8 +121,13 @@ class Node:
 
     @property
     def next_functions(self):
+        """One (node, output_nr) per input: (AccumulateGrad, 0) for a leaf, (None, 0) where no
+        gradient flows. A user Function lists only its Tensor arguments, as PyTorch does."""
         out = []
-        for edge in self._next:
+        edges = self._next
+        if self._tensor_slots is not None:
+            edges = [e for e, is_tensor in zip(edges, self._tensor_slots) if is_tensor]
+        for edge in edges:
             if edge is None:
                 out.append((None, 0))
             elif edge[1] is None:
@@ -226,6 +232,8 @@ class Function:
         if record:
             ctx._next = _edges(args, needs)          # where each input's gradient goes
             ctx._seq = next(_sequence)               # its place on the tape
+            if not cls._builtin:
+                ctx._tensor_slots = tuple([isinstance(a, Tensor) for a in args])
             _connect_outputs(ctx, cls, out, outputs)  # the outputs' grad_fn; saved outputs
             if _Recording.anomaly or _Recording.tape is not None:
                 _observe(ctx, args, outputs)
