@@ -11,6 +11,11 @@ row the tests check, on hypothesis-drawn shapes:
 
 Adding an op to the suite means adding one Row to a table in a test_ops_*.py file and calling
 ``make_tests(TABLE)`` there.
+
+The second half is for dtype semantics: `edge_cases` / `edge_operand` generate operands of every
+dtype as dimensioned tensors, 0-d tensors and Python numbers (out-of-range ints included), and
+`compare_with_torch` checks result dtype and values (or that both raise); see
+test_dtype_semantics.py.
 """
 import dataclasses
 import os
@@ -222,3 +227,128 @@ def make_tests(table, namespace):
     namespace["test_against_torch"] = test_against_torch
     namespace["test_against_torch_noncontiguous"] = test_against_torch_noncontiguous
     namespace["test_gradcheck"] = test_gradcheck
+
+
+# ---- dtype edges: operands of every dtype as dimensioned tensors, 0-d tensors and numbers ------
+# PyTorch's promotion has three kinds of operand: dimensioned tensors decide the result dtype,
+# 0-d tensors and Python numbers only by category. The generators below give, for one dtype, the
+# values most likely to expose a wrong conversion (each dtype's extremes, 0, +-1, values that do
+# not fit a narrower dtype) and, for numbers, out-of-range Python ints, floats and bools.
+DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64")
+NUMBER_TYPES = ("bool", "int", "float")
+
+# the first operand of a binary op (zeros included) ...
+EDGE_VALUES = {
+    "bool": [True, False, True, False],
+    "uint8": [0, 1, 200, 255],
+    "int8": [-128, -1, 0, 127],
+    "int16": [-32768, -300, 0, 32767],
+    "int32": [-2 ** 31 + 1, -7, 0, 2 ** 31 - 1],    # (not INT_MIN: torch traps on INT_MIN / -1)
+    "int64": [-2 ** 63 + 1, -5, 0, 2 ** 40],
+    "float16": [-1.5, 0.0, 2.5, 60000.0],
+    "float32": [-1.5, 0.0, 2.5, 1e30],
+    "float64": [-1.5, 0.0, 2.5, 1e300],
+}
+# ... and the second (no zeros, so integer division by zero does not hide the values; that case
+# has rows of its own)
+EDGE_DIVISORS = {
+    "bool": [True, True, True, True],
+    "uint8": [3, 1, 250, 7],
+    "int8": [-3, 2, -128, 5],
+    "int16": [-7, 3, 300, -32768],
+    "int32": [5, -2, 70000, -1],
+    "int64": [-5, 3, 2 ** 33, 7],
+    "float16": [-0.5, 3.0, 100.0, -7.25],
+    "float32": [-0.5, 3.0, 1e-20, -7.25],
+    "float64": [-0.5, 3.0, 1e-200, -7.25],
+}
+# 0-d operands: values that do not fit most other dtypes (a 0-d int64 -5 against uint8, 300
+# against int8, a float64 1e10 against float16)
+EDGE_ZERO_DIM = {"bool": True, "uint8": 200, "int8": -100, "int16": 300, "int32": -70000,
+                 "int64": -5, "float16": -2.5, "float32": 1.5, "float64": 1e10}
+EDGE_NUMBERS = {"bool": [True, False], "int": [-1, 3, 300, -129, 2 ** 31 + 5],
+                "float": [2.5, -0.5, 1e10]}
+
+KINDS = ("tensor", "0d", "number")
+
+
+def edge_operand(lib, kind, dtype, second=False, value=None):
+    """One operand of `kind` ("tensor": 4 elements, "0d", "number") and `dtype` (a dtype name;
+    for numbers one of NUMBER_TYPES, with `value` picking one of EDGE_NUMBERS)."""
+    if kind == "number":
+        return value
+    dt = getattr(lib, dtype)
+    if kind == "0d":
+        return lib.tensor(EDGE_ZERO_DIM[dtype], dtype=dt)
+    return lib.tensor((EDGE_DIVISORS if second else EDGE_VALUES)[dtype], dtype=dt)
+
+
+KIND_PAIRS = tuple((k1, k2) for k1 in KINDS for k2 in KINDS if (k1, k2) != ("number", "number"))
+
+
+def edge_cases(kinds=KIND_PAIRS):
+    """(kind_a, dtype_a, value_a, kind_b, dtype_b, value_b) over every dtype pair and kind pair;
+    numbers run through EDGE_NUMBERS."""
+    for ka, kb in kinds:
+        for da in (NUMBER_TYPES if ka == "number" else DTYPES):
+            for va in (EDGE_NUMBERS[da] if ka == "number" else (None,)):
+                for db in (NUMBER_TYPES if kb == "number" else DTYPES):
+                    for vb in (EDGE_NUMBERS[db] if kb == "number" else (None,)):
+                        yield ka, da, va, kb, db, vb
+
+
+def _torch_rejects_arguments(exc):
+    """torch's argument parser refusing a number where it wants a Tensor (an API restriction,
+    which minitorch_edge relaxes; not a dtype rule)."""
+    text = str(exc)
+    return isinstance(exc, TypeError) and ("must be Tensor" in text or
+                                           "invalid combination of arguments" in text)
+
+
+def compare_with_torch(fn, make_args, what=""):
+    """Run ``fn(lib, *make_args(lib))`` for both libraries. Returns None when they agree (same
+    result dtype and values, or both raise), "skip" when torch's argument parser refuses the
+    call, else a one-line description of the difference."""
+    torch = import_torch()
+    try:
+        theirs = fn(torch, *make_args(torch))
+        t_err = None
+    except Exception as e:          # noqa: BLE001 -- any exception counts as "raises"
+        if _torch_rejects_arguments(e):
+            return "skip"
+        theirs, t_err = None, e
+    try:
+        ours = fn(mte, *make_args(mte))
+        o_err = None
+    except Exception as e:          # noqa: BLE001
+        ours, o_err = None, e
+    if t_err is not None or o_err is not None:
+        if t_err is not None and o_err is not None:
+            return None
+        if t_err is not None:
+            return f"{what}: torch raises {type(t_err).__name__}({t_err}) but ours gives {ours!r}"
+        return f"{what}: ours raises {type(o_err).__name__}({o_err}) but torch gives {theirs!r}"
+    outs_o, outs_t = _outs(ours), _outs(theirs)
+    if len(outs_o) != len(outs_t):
+        return f"{what}: {len(outs_o)} outputs vs torch's {len(outs_t)}"
+    for o, t in zip(outs_o, outs_t):
+        od, td = str(o.dtype).split(".")[-1], str(t.dtype).split(".")[-1]
+        if od != td:
+            return f"{what}: dtype {od} vs torch {td} (ours {o.tolist()}, torch {t.tolist()})"
+        if tuple(o.shape) != tuple(t.shape):
+            return f"{what}: shape {tuple(o.shape)} vs torch {tuple(t.shape)}"
+        ov = torch.from_numpy(np.array(o.detach().numpy()))
+        try:
+            if t.dtype.is_floating_point:
+                torch.testing.assert_close(ov, t.detach(), equal_nan=True, check_dtype=False)
+            elif not torch.equal(ov, t):
+                raise AssertionError("values differ")
+        except AssertionError:
+            return f"{what}: values {o.tolist()} vs torch {t.tolist()}"
+    return None
+
+
+def describe_case(ka, da, va, kb, db, vb):
+    def one(k, d, v):
+        return repr(v) if k == "number" else f"{k}:{d}"
+    return f"({one(ka, da, va)}, {one(kb, db, vb)})"

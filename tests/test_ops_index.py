@@ -241,6 +241,22 @@ GETITEM_CASES = [
     ((4, 5), lambda L: (np.array(1), np.int64(-2))),
     ((4, 5), lambda L: L.tensor([1, 0, 1, 1], dtype=L.uint8)),       # deprecated byte mask
     ((4, 5), lambda L: (L.tensor(True), 1)),
+    # range and other Python sequences of ints, as PyTorch accepts them
+    ((4, 5), lambda L: range(2)),
+    ((4, 5), lambda L: range(3, 0, -1)),
+    ((4, 5), lambda L: range(0)),
+    ((4, 5), lambda L: (range(1, 3), 0)),
+    ((4, 5), lambda L: (0, range(1, 4))),
+    ((4, 5), lambda L: (range(2), range(2))),
+    ((4, 5), lambda L: (Ellipsis, range(2))),
+    ((4, 5), lambda L: (range(2), slice(None))),
+    ((4, 5), lambda L: [range(2)]),                                    # legacy: a tuple
+    ((4, 5), lambda L: [0, range(2)]),
+    ((4, 5), lambda L: (L.tensor([0, 1]), range(2))),
+    ((4, 5), lambda L: ([True, False, True, False], range(2))),
+    ((4, 5), lambda L: [[0, 1], [1]]),                                 # ragged: a tuple
+    ((4, 5), lambda L: [0, 1.0]),                                      # list -> long index
+    ((4, 5, 6), lambda L: ([[0, 1], [2, 3]], range(2), 1)),
 ]
 
 
@@ -290,6 +306,21 @@ def test_basic_index_is_a_view_sharing_memory_and_version():
     assert v._vc is x._vc
     c = x[[1]]
     assert c._vc is not x._vc and not np.shares_memory(c._data, x._data)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("index,value", [
+    (lambda L: range(2), 1.0), (lambda L: (range(1, 3), 0), -1.0),
+    (lambda L: [[0, 1], [1, 0]], 5.0),
+    (lambda L: (slice(None), range(0, 5, 2)), lambda L: L.tensor([7.0, 8.0, 9.0])),
+    (lambda L: range(3, 0, -1), lambda L: L.arange(3.0).reshape(3, 1))])
+def test_setitem_with_range_and_sequences_against_torch(index, value):
+    results = []
+    for L in (mte, torch):
+        x = L.arange(20.0).reshape(4, 5)
+        x[index(L)] = value(L) if callable(value) else value
+        results.append(np.array(x.tolist()))
+    np.testing.assert_array_equal(*results)
 
 
 # ---- index_put ---------------------------------------------------------------------------------

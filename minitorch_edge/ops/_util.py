@@ -11,8 +11,8 @@ import numpy as np
 from .. import dtypes as _dt
 from ..tensor import Tensor
 
-__all__ = ["sum_to", "norm_dim", "norm_dims", "int_tuple", "ntuple", "operands", "tensor_method",
-           "shape_str", "as_tensor"]
+__all__ = ["sum_to", "norm_dim", "norm_dims", "int_tuple", "ntuple", "operands", "promote",
+           "scalar_operand", "checked_scalar", "tensor_method", "shape_str", "as_tensor"]
 
 
 def tensor_method(*names):
@@ -88,8 +88,80 @@ def as_tensor(x, like=None):
     return Tensor._make(np.array(x, d.np))
 
 
-def operands(a, b, op):
-    """numpy operands for a binary op on Tensor/scalar `a`, `b`, cast to PyTorch's result dtype.
+# ---- operands of binary ops: PyTorch's promotion, then each operand converted by value ---------
+# The result dtype comes from promotion (`dtypes.result_type`: 0-d tensors and Python numbers
+# take part by category only). The op then computes in that dtype (`floating` ops, such as true
+# division and atan2, in the default float dtype when it is integral), and every operand is
+# converted to the compute dtype *from its own values*: a 0-d int64 tensor -5 divides a uint8
+# tensor as -5.0, it is never first wrapped into uint8. Where the compute dtype is integral, a
+# Python int that does not fit wraps (two's complement, as PyTorch's cast does: uint8 * -1
+# multiplies by 255); one outside [-2**63, 2**64) raises OverflowError, as in PyTorch.
+
+_NUMBER = (int, float, bool, np.number, np.bool_)
+_INT_LIMITS = {np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
+               for t in (np.uint8, np.int8, np.int16, np.int32, np.int64)}
+_FLOAT_MAX = {np.dtype(t): float(np.finfo(t).max) for t in (np.float16, np.float32, np.float64)}
+_BOOL = np.dtype(np.bool_)
+_C_NAMES = {"bool": "bool", "uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t",
+            "int32": "int", "int64": "int64_t", "float16": "c10::Half", "float32": "float",
+            "float64": "double", "bfloat16": "c10::BFloat16"}
+
+
+def is_float(np_dtype):
+    """Whether numpy dtype `np_dtype` holds a floating-point type (bfloat16 included)."""
+    return np_dtype.kind == "f" or np_dtype.name == "bfloat16"
+
+
+def _too_big():
+    return OverflowError("int too big to convert")
+
+
+def scalar_operand(v, target):
+    """Python/numpy number `v` as an operand of an op computing in numpy dtype `target`: a value
+    numpy combines with a `target` array without changing the result dtype (PyTorch's cast of
+    a wrapped number; see above)."""
+    lim = _INT_LIMITS.get(target)
+    if lim is not None:
+        if isinstance(v, (bool, np.bool_)):
+            return bool(v)
+        if isinstance(v, (float, np.floating)):     # not reached through promotion
+            return target.type(v)
+        v = int(v)
+        if lim[0] <= v <= lim[1]:
+            return v
+        if not -2 ** 63 <= v < 2 ** 64:
+            raise _too_big()
+        return np.array(v % 2 ** 64, np.uint64).astype(target)[()]
+    if target is _BOOL or target == _BOOL:
+        return bool(v)
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (int, np.integer)):
+        v = int(v)
+        if not -2 ** 63 <= v <= 2 ** 63:
+            raise _too_big()
+    v = float(v)
+    big = _FLOAT_MAX.get(target)
+    if big is None or -big <= v <= big or v != v:
+        return v
+    with np.errstate(over="ignore"):               # overflows to +-inf, silently (PyTorch)
+        return target.type(v)
+
+
+def _cast(arr, target):
+    """arr.astype(target) without numpy's overflow warning (a float64 1e10 becomes float16
+    inf, as PyTorch's cast)."""
+    if is_float(target) and arr.dtype.itemsize >= target.itemsize:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return arr.astype(target)
+    return arr.astype(target)
+
+
+def promote(a, b, op, floating=False):
+    """(x, y, dtype): the numpy operands of binary op `op` on Tensors/numbers `a`, `b`, both
+    converted to the numpy dtype the op computes in (see above; `floating`: an op with a
+    floating-point result). At least one of a, b may be a number; if both are, both come back
+    as 0-d arrays.
 
     Raises RuntimeError naming both shapes if they do not broadcast, TypeError for operands that
     are neither Tensors nor numbers."""
@@ -97,25 +169,97 @@ def operands(a, b, op):
     b_t = b.__class__ is Tensor or isinstance(b, Tensor)
     if a_t and b_t:
         x, y = a._data, b._data
-        if x.dtype is not y.dtype:
-            target = _dt.result_type(a, b).np
-            x, y = x.astype(target, copy=False), y.astype(target, copy=False)
+        t = x.dtype
+        if t is not y.dtype:
+            t = _dt.result_type(a, b).np
+            if floating and not is_float(t):
+                t = _dt.get_default_dtype().np
+            if x.dtype is not t:
+                x = _cast(x, t)
+            if y.dtype is not t:
+                y = _cast(y, t)
+        elif floating and t.kind != "f" and not is_float(t):
+            t = _dt.get_default_dtype().np
+            x, y = x.astype(t), y.astype(t)
         if x.shape != y.shape:
             check_broadcast(x.shape, y.shape, op)
-        return x, y
-    x = a._data if a_t else a
-    y = b._data if b_t else b
-    scalar = y if a_t else x
-    arr = x if a_t else y
-    if not isinstance(scalar, (int, float, bool, np.number, np.bool_)):
-        raise TypeError(f"{op}(): unsupported operand type {type(scalar).__name__}; expected a "
-                        f"Tensor or a number")
-    target = _dt.result_type(a if a_t else b, scalar).np
-    if arr.dtype != target:
-        arr = arr.astype(target)
-    if target.kind != "f" and isinstance(scalar, (float, np.floating)):
-        scalar = target.type(scalar)
-    return (arr, scalar) if a_t else (scalar, arr)
+        return x, y, t
+    if a_t or b_t:
+        tensor, scalar = (a, b) if a_t else (b, a)
+        if not isinstance(scalar, _NUMBER):
+            raise TypeError(f"{op}(): unsupported operand type {type(scalar).__name__}; expected "
+                            f"a Tensor or a number")
+        arr = tensor._data
+        t = arr.dtype
+        if scalar.__class__ is float and t.kind == "f" and -3.0e38 < scalar < 3.0e38 and \
+                t.itemsize > 2:
+            return (arr, scalar, t) if a_t else (scalar, arr, t)      # the common fast path
+        t = _dt.result_type(tensor, scalar).np
+        if floating and not is_float(t):
+            t = _dt.get_default_dtype().np
+        if arr.dtype is not t:
+            arr = _cast(arr, t)
+        scalar = scalar_operand(scalar, t)
+        return (arr, scalar, t) if a_t else (scalar, arr, t)
+    for v in (a, b):
+        if not isinstance(v, _NUMBER):
+            raise TypeError(f"{op}(): unsupported operand type {type(v).__name__}; expected a "
+                            f"Tensor or a number")
+    t = _dt.result_type(a, b).np
+    if floating and not is_float(t):
+        t = _dt.get_default_dtype().np
+    return np.asarray(scalar_operand(a, t), t), np.asarray(scalar_operand(b, t), t), t
+
+
+def operands(a, b, op, floating=False):
+    """`promote` without the compute dtype: the numpy operands (x, y)."""
+    x, y, _ = promote(a, b, op, floating)
+    return x, y
+
+
+def dtype_name(np_dtype):
+    d = _dt.from_numpy_dtype(np_dtype)
+    return d.name if d is not None else str(np_dtype)
+
+
+def checked_scalar(value, np_dtype, op=None):
+    """A number given as a *Scalar argument* (fill_, masked_fill, index_fill, clamp bounds, a
+    number in where, alpha) converted to numpy dtype `np_dtype` the way PyTorch's
+    checked_convert does: a value the dtype cannot hold raises RuntimeError ("value cannot be
+    converted to type int8_t without overflow"); unsigned dtypes also take -max..-1, which wrap
+    (uint8 -1 -> 255); a float going to an integer dtype is truncated; inf and nan are fine for
+    floating dtypes; any value converts to bool. Returns a numpy scalar of `np_dtype`."""
+    t = np.dtype(np_dtype)
+    if isinstance(value, Tensor):
+        value = value._data.item()
+    elif isinstance(value, np.generic):
+        value = value.item()
+    if t == _BOOL:
+        return np.bool_(bool(value))
+    if isinstance(value, bool):
+        return t.type(value)
+    if isinstance(value, int) and not -2 ** 63 <= value < 2 ** 64:
+        raise _too_big()
+    fail = RuntimeError(f"value cannot be converted to type {_C_NAMES.get(t.name, t.name)} "
+                        f"without overflow")
+    lim = _INT_LIMITS.get(t)
+    if lim is not None:
+        lo, hi = lim
+        if isinstance(value, float):
+            if value != value or value in (float("inf"), float("-inf")):
+                raise fail
+        if lo == 0:
+            lo = -hi
+        if not lo <= value <= hi:
+            raise fail
+        return np.array(int(value) % (2 ** 64), np.uint64).astype(t)[()] if value < 0 and \
+            lim[0] == 0 else t.type(int(value))
+    big = _FLOAT_MAX.get(t)
+    v = float(value)
+    if big is not None and v == v and abs(v) != float("inf") and abs(v) > big:
+        raise fail
+    with np.errstate(over="ignore"):
+        return t.type(v)
 
 
 def check_broadcast(sa, sb, op):

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..autograd.function import Function
 from ..tensor import Tensor
-from ._util import operands, tensor_method
+from ._util import is_float, operands, promote, tensor_method
 
 __all__ = ["eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
            "logical_not", "isnan", "isinf", "isfinite", "bitwise_and", "bitwise_or",
@@ -21,7 +21,7 @@ class _Compare(Function):
 
     @classmethod
     def forward(cls, ctx, a, b):
-        x, y = operands(a, b, cls.__name__.lower())
+        x, y, _ = promote(a, b, cls.__name__.lower())
         return np.asarray(cls._np(x, y))
 
 
@@ -40,11 +40,10 @@ LogicalXor = _compare("logical_xor", np.logical_xor)
 class _Bitwise(_Compare):
     @classmethod
     def forward(cls, ctx, a, b):
-        x, y = operands(a, b, cls.__name__)
-        for v in (x, y):
-            if np.asarray(v).dtype.kind == "f":
-                raise TypeError(f"{cls.__name__}: not implemented for floating-point tensors; "
-                                f"use integer or bool tensors")
+        x, y, t = promote(a, b, cls.__name__)
+        if is_float(t):
+            raise TypeError(f"{cls.__name__}: not implemented for floating-point tensors; "
+                            f"use integer or bool tensors")
         return np.asarray(cls._np(x, y))
 
 
@@ -175,12 +174,13 @@ Tensor.__lt__ = lambda self, other: Lt.apply(self, other)
 Tensor.__le__ = lambda self, other: Le.apply(self, other)
 Tensor.__gt__ = lambda self, other: Gt.apply(self, other)
 Tensor.__ge__ = lambda self, other: Ge.apply(self, other)
-Tensor.__and__ = lambda self, other: (LogicalAnd if self._data.dtype == np.bool_ else
-                                      BitwiseAnd).apply(self, other)
-Tensor.__or__ = lambda self, other: (LogicalOr if self._data.dtype == np.bool_ else
-                                     BitwiseOr).apply(self, other)
-Tensor.__xor__ = lambda self, other: (LogicalXor if self._data.dtype == np.bool_ else
-                                      BitwiseXor).apply(self, other)
-Tensor.__rand__, Tensor.__ror__, Tensor.__rxor__ = Tensor.__and__, Tensor.__or__, Tensor.__xor__
+# & | ^ are the bitwise ops for every dtype (on bool operands they are the logical ones; a bool
+# tensor with an integer one promotes to the integer dtype: [True, False] | [2, 3] -> [3, 3])
+Tensor.__and__ = lambda self, other: BitwiseAnd.apply(self, other)
+Tensor.__or__ = lambda self, other: BitwiseOr.apply(self, other)
+Tensor.__xor__ = lambda self, other: BitwiseXor.apply(self, other)
+Tensor.__rand__ = lambda self, other: BitwiseAnd.apply(other, self)
+Tensor.__ror__ = lambda self, other: BitwiseOr.apply(other, self)
+Tensor.__rxor__ = lambda self, other: BitwiseXor.apply(other, self)
 Tensor.__invert__ = lambda self: (LogicalNot if self._data.dtype == np.bool_ else
                                   BitwiseNot).apply(self)

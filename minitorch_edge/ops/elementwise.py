@@ -1,7 +1,7 @@
 """Binary elementwise arithmetic: + - * / // % **, atan2, where/maximum/minimum/lerp, casts.
 (Comparisons and logic, which give bool results and no gradient, are in compare.py.)
 
-Each op is a Function whose forward calls numpy on promoted operands (see `_util.operands`) and
+Each op is a Function whose forward calls numpy on promoted operands (see `_util.promote`) and
 whose backward is written with Tensor ops, then reduced to each input's shape by `sum_to` —
 broadcasting is undone there and nowhere else. Python scalars may appear on either side.
 """
@@ -10,7 +10,8 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.function import Function
 from ..tensor import Tensor
-from ._util import as_tensor, operands, sum_to, tensor_method
+from ._util import (_cast, as_tensor, checked_scalar, is_float, promote, scalar_operand,
+                    sum_to, tensor_method)
 
 __all__ = ["add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow",
            "maximum", "minimum", "where", "lerp", "rsub", "subtract", "multiply", "divide",
@@ -32,12 +33,63 @@ class _Binary(Function):
     _builtin = True
 
 
+_BOOL = np.dtype(np.bool_)
+SUB_BOOL_MSG = ("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+                "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+SUB_BOOLS_MSG = ("Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+                 "`^` or `logical_xor()` operator instead.")
+
+
+def _is_bool(v):
+    if isinstance(v, Tensor):
+        return v._data.dtype == _BOOL
+    return isinstance(v, (bool, np.bool_))
+
+
+def _sub_check(a, b):
+    """PyTorch refuses subtraction with a bool operand (tensor or Python bool)."""
+    ab, bb = _is_bool(a), _is_bool(b)
+    if ab and bb:
+        raise RuntimeError(SUB_BOOLS_MSG)
+    if ab or bb:
+        raise RuntimeError(SUB_BOOL_MSG)
+
+
+def _no_bool(t, op):
+    if t == _BOOL:
+        raise TypeError(f"{op}: not implemented for bool tensors (as in PyTorch); convert with "
+                        f".int() first")
+
+
+def _half_scalar(b, t):
+    """PyTorch's CPU mul and true division in float16/bfloat16 with a one-element second
+    operand of another dtype (a number, a 0-d tensor) use that operand's own value in float32,
+    not its value rounded to the half dtype (float16_tensor * 1e10: inf, and 0 * 1e10 = 0).
+    Returns that float32 value, or None where the ordinary path applies."""
+    if t.itemsize != 2 or not is_float(t):
+        return None
+    if isinstance(b, Tensor):
+        d = b._data
+        if d.size != 1 or d.dtype == t:
+            return None
+        with np.errstate(over="ignore"):
+            return d.astype(np.float32)
+    with np.errstate(over="ignore"):
+        return np.float32(b)
+
+
+def _no_zero_divisor(x, y, t):
+    """Integer division (//, %, fmod, trunc division) by zero raises, as in PyTorch."""
+    if t.kind in "iu" and np.size(x) and np.size(y) and not np.all(y):
+        raise RuntimeError("ZeroDivisionError")
+
+
 class Add(_Binary):
     """y = a + alpha*b.  dy/da = 1, dy/db = alpha."""
 
     @staticmethod
     def forward(ctx, a, b):
-        x, y = operands(a, b, "add")
+        x, y, _ = promote(a, b, "add")
         if ctx.needs_input_grad:
             ctx.shapes = _shapes(a, b)
         return np.add(x, y)
@@ -54,10 +106,13 @@ class Sub(_Binary):
 
     @staticmethod
     def forward(ctx, a, b):
-        x, y = operands(a, b, "sub")
-        if x.dtype == np.bool_ if hasattr(x, "dtype") else False:
-            raise TypeError("sub: subtraction with two bool tensors is not supported; use "
-                            "logical_xor() or cast with .int() first")
+        x, y, t = promote(a, b, "sub")
+        if t.kind == "b":
+            _sub_check(a, b)
+        elif a.__class__ is not Tensor or b.__class__ is not Tensor or \
+                a._data.dtype is not b._data.dtype:      # a bool operand may have promoted
+            if _is_bool(a) or _is_bool(b):
+                _sub_check(a, b)
         if ctx.needs_input_grad:
             ctx.shapes = _shapes(a, b)
         return np.subtract(x, y)
@@ -79,11 +134,16 @@ class Mul(_Binary):
 
     @staticmethod
     def forward(ctx, a, b):
-        x, y = operands(a, b, "mul")
+        x, y, t = promote(a, b, "mul")
         need = ctx.needs_input_grad
         if need:
             ctx.save_for_backward(a if need[1] else None, b if need[0] else None)
             ctx.shapes = _shapes(a, b)
+        if t.itemsize == 2 and t.kind != "i":
+            s = _half_scalar(b, t)
+            if s is not None:
+                with np.errstate(over="ignore", invalid="ignore"):
+                    return np.asarray(np.multiply(np.asarray(x, np.float32), s)).astype(t)
         return np.multiply(x, y)
 
     @staticmethod
@@ -101,14 +161,15 @@ class Div(_Binary):
 
     @staticmethod
     def forward(ctx, a, b):
-        x, y = operands(a, b, "div")
-        if getattr(x, "dtype", np.dtype(type(x))).kind != "f" and \
-                getattr(y, "dtype", np.dtype(type(y))).kind != "f":
-            f = _dt.get_default_dtype().np
-            x, y = np.asarray(x, f), np.asarray(y, f)
+        x, y, t = promote(a, b, "div", floating=True)
         if ctx.needs_input_grad:
             ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
             ctx.shapes = _shapes(a, b)
+        if t.itemsize == 2:
+            s = _half_scalar(b, t)
+            if s is not None:
+                with np.errstate(all="ignore"):
+                    return np.asarray(np.true_divide(np.asarray(x, np.float32), s)).astype(t)
         return np.true_divide(x, y)
 
     @staticmethod
@@ -126,7 +187,10 @@ class FloorDiv(_Binary):
 
     @staticmethod
     def forward(ctx, a, b):
-        x, y = operands(a, b, "floor_divide")
+        x, y, t = promote(a, b, "floor_divide")
+        if t.kind != "f":
+            _no_bool(t, "floor_divide")
+            _no_zero_divisor(x, y, t)
         return np.floor_divide(x, y)
 
     @staticmethod
@@ -139,7 +203,10 @@ class Remainder(_Binary):
 
     @staticmethod
     def forward(ctx, a, b):
-        x, y = operands(a, b, "remainder")
+        x, y, t = promote(a, b, "remainder")
+        if t.kind != "f":
+            _no_bool(t, "remainder")
+            _no_zero_divisor(x, y, t)
         if ctx.needs_input_grad:
             ctx.save_for_backward(a, b)
             ctx.shapes = _shapes(a, b)
@@ -160,7 +227,10 @@ class Fmod(_Binary):
 
     @staticmethod
     def forward(ctx, a, b):
-        x, y = operands(a, b, "fmod")
+        x, y, t = promote(a, b, "fmod")
+        if t.kind != "f":
+            _no_bool(t, "fmod")
+            _no_zero_divisor(x, y, t)
         if ctx.needs_input_grad:
             ctx.save_for_backward(a, b)
             ctx.shapes = _shapes(a, b)
@@ -181,19 +251,48 @@ def _raw(x):
     return x._data if isinstance(x, Tensor) else x
 
 
+def _int_pow(x, y, t):
+    """x ** y for signed integers with some negative exponents, as PyTorch computes it:
+    1 ** -n = 1, (-1) ** -n = +-1 by the parity of n, anything else ** -n = 0."""
+    neg = y < 0
+    out = np.power(x, np.where(neg, 0, y).astype(t, copy=False))
+    xb = np.broadcast_to(x, out.shape)
+    special = np.where(xb == 1, 1, np.where(xb == -1, np.where(y % 2 == 0, 1, -1), 0))
+    return np.where(neg, special, out).astype(t, copy=False)
+
+
 class Pow(_Binary):
     """y = a ** b.  dy/da = b * a^(b-1) (0 where b == 0), dy/db = a^b * log(a) (0 where a == 0
     and b >= 0, as PyTorch)."""
 
     @staticmethod
     def forward(ctx, a, b):
-        x, y = operands(a, b, "pow")
-        if getattr(x, "dtype", None) is not None and x.dtype.kind in "iu" and \
-                np.any(np.asarray(y) < 0) and np.asarray(y).dtype.kind in "iu":
-            raise RuntimeError("pow: Integers to negative integer powers are not allowed.")
+        x, y, t = promote(a, b, "pow")
         if ctx.needs_input_grad:
             ctx.save_for_backward(a, b)
             ctx.shapes = _shapes(a, b)
+        if not isinstance(b, Tensor) and not (
+                t.kind == "f" and t.itemsize > 2 and b.__class__ in (int, float)
+                and -1e38 < b < 1e38):
+            checked_scalar(b, t)   # a number exponent must fit the dtype (uint8 ** 300 raises)
+        if t.kind == "f" or is_float(t):
+            if isinstance(b, int) and not isinstance(b, bool) and abs(b) > 2 ** 24:
+                # an integer exponent the dtype cannot hold exactly (2**31 + 5 is odd)
+                with np.errstate(all="ignore"):
+                    return np.power(x.astype(np.float64), float(b)).astype(t)
+            return np.power(x, y)
+        if t == _BOOL:
+            if isinstance(b, Tensor) or not isinstance(a, Tensor):
+                raise TypeError("pow: not implemented for a bool base with a bool tensor "
+                                "exponent (as in PyTorch)")
+            # a Python bool exponent: x ** True = x, x ** False = 1 (PyTorch's shortcuts)
+            return x.copy() if y else np.ones_like(x)
+        if not isinstance(b, Tensor):
+            if b < 0:
+                raise RuntimeError("Integers to negative integer powers are not allowed.")
+            return np.power(x, y)
+        if t.kind == "i" and np.any(y < 0):
+            return _int_pow(x, y, t)
         return np.power(x, y)
 
     @staticmethod
@@ -223,7 +322,7 @@ class Atan2(_Binary):
 
     @staticmethod
     def forward(ctx, a, b):
-        x, y = operands(a, b, "atan2")
+        x, y, _ = promote(a, b, "atan2", floating=True)
         if ctx.needs_input_grad:
             ctx.save_for_backward(a, b)
             ctx.shapes = _shapes(a, b)
@@ -245,7 +344,7 @@ class Maximum(_Binary):
 
     @classmethod
     def forward(cls, ctx, a, b):
-        x, y = operands(a, b, cls.__name__.lower())
+        x, y, _ = promote(a, b, cls.__name__.lower())
         if ctx.needs_input_grad:
             ctx.save_for_backward(a, b)
             ctx.shapes = _shapes(a, b)
@@ -278,9 +377,9 @@ class Where(Function):
         c = cond._data
         if c.dtype != np.bool_:
             raise TypeError(f"where: expected condition to be a bool tensor, got {c.dtype}")
-        x, y = operands(a, b, "where")
+        x, y = _where_operands(a, b)
         from ._util import check_broadcast
-        check_broadcast(c.shape, np.broadcast_shapes(np.shape(x), np.shape(y)), "where")
+        check_broadcast(c.shape, check_broadcast(np.shape(x), np.shape(y), "where"), "where")
         if ctx.needs_input_grad:
             ctx.cond = c
             ctx.shapes = _shapes(a, b)
@@ -296,13 +395,31 @@ class Where(Function):
             (sum_to(where(c, zero, grad), sb) if need[2] else None)
 
 
+def _where_operands(a, b):
+    """where's values: promoted as a binary op's, but a number is a Scalar argument there
+    (checked: where(c, uint8_tensor, 300) raises, as in PyTorch)."""
+    t = _dt.result_type(a, b).np
+    out = []
+    for v in (a, b):
+        if isinstance(v, Tensor):
+            d = v._data
+            out.append(d if d.dtype is t else _cast(d, t))
+        elif isinstance(v, (int, float, bool, np.number, np.bool_)):
+            # checked for integer dtypes; cast for floating ones (float16: 1e10 -> inf)
+            out.append(np.asarray(scalar_operand(v, t) if is_float(t) else
+                                  checked_scalar(v, t), t))
+        else:
+            raise TypeError(f"where(): expected a Tensor or a number, got {type(v).__name__}")
+    return out
+
+
 class Lerp(Function):
     """y = a + w*(b - a).  dy/da = 1-w, dy/db = w, dy/dw = b-a."""
     _builtin = True
 
     @staticmethod
     def forward(ctx, a, b, w):
-        x, y = operands(a, b, "lerp")
+        x, y, _ = promote(a, b, "lerp")
         wv = w._data if isinstance(w, Tensor) else w
         if ctx.needs_input_grad:
             ctx.save_for_backward(a, b, w)
@@ -354,45 +471,115 @@ def _check(a, op):
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(a).__name__}")
 
 
+def _check_number_or_tensor(a, b, op):
+    """add/sub/mul/div/...(number, tensor) and (number, number) are accepted, as in PyTorch."""
+    for v in (a, b):
+        if not isinstance(v, (Tensor, int, float, bool, np.number, np.bool_)):
+            raise TypeError(f"{op}(): expected a Tensor or a number, got {type(v).__name__}")
+
+
+def _scaled(input, other, alpha, op):
+    """alpha * other, computed in the dtype of ``input op other`` (PyTorch's add/sub with
+    alpha): alpha is checked against that dtype (a bool alpha needs a bool result, a float
+    alpha a floating one; a value that does not fit raises)."""
+    t = _dt.result_type(input, other)
+    if isinstance(alpha, (bool, np.bool_)):
+        if t is not _dt.bool_:
+            raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    elif not t.is_floating_point and isinstance(alpha, (float, np.floating)):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
+                           "point number.")
+    elif not isinstance(alpha, (int, float, np.number)):
+        raise TypeError(f"{op}(): alpha must be a number, got {type(alpha).__name__}")
+    al = checked_scalar(alpha, t.np).item()
+    if isinstance(other, Tensor):
+        return (other if other.dtype is t else other.to(t)) * al
+    if t is _dt.bool_:
+        return bool(other) and al
+    if not t.is_floating_point:
+        return int(scalar_operand(other, t.np)) * al
+    return other * al
+
+
 def add(input, other, alpha=1):
-    _check(input, "add")
-    return Add.apply(input, other if alpha == 1 else other * alpha)
+    """input + alpha * other (either may be a number, as in PyTorch)."""
+    _check_number_or_tensor(input, other, "add")
+    if alpha.__class__ is int and alpha == 1:
+        return Add.apply(input, other)
+    return Add.apply(input, _scaled(input, other, alpha, "add"))
 
 
 def sub(input, other, alpha=1):
-    _check(input, "sub")
-    return Sub.apply(input, other if alpha == 1 else other * alpha)
+    """input - alpha * other (either may be a number). A bool operand raises, as in PyTorch."""
+    _check_number_or_tensor(input, other, "sub")
+    if alpha.__class__ is int and alpha == 1:
+        return Sub.apply(input, other)
+    if _is_bool(input) or _is_bool(other):
+        _sub_check(input, other)
+    return Sub.apply(input, _scaled(input, other, alpha, "sub"))
 
 
 def rsub(input, other, alpha=1):
-    return Rsub.apply(other, input if alpha == 1 else input * alpha)
+    """other - alpha * input."""
+    _check(input, "rsub")
+    if alpha.__class__ is int and alpha == 1:
+        return Rsub.apply(other, input)
+    if _is_bool(input) or _is_bool(other):
+        _sub_check(input, other)
+    return Rsub.apply(other, _scaled(other, input, alpha, "rsub"))
 
 
 def mul(input, other):
+    _check_number_or_tensor(input, other, "mul")
     return Mul.apply(input, other)
 
 
+class TruncDiv(_Binary):
+    """y = trunc(a / b) for integer operands (exact: no float round trip). Not
+    differentiable."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        x, y, t = promote(a, b, "div")
+        _no_bool(t, "div(rounding_mode='trunc')")
+        _no_zero_divisor(x, y, t)
+        q = np.floor_divide(x, y)
+        if t.kind == "i":   # floor -> trunc: one up where the quotient is negative and inexact
+            fix = (np.multiply(q, y) != x) & ((x < 0) != (y < 0))
+            q = np.add(q, fix.astype(t), dtype=t)
+        return np.asarray(q)
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise RuntimeError("derivative for div with rounding_mode='trunc' on integers is not "
+                           "implemented")
+
+
 def div(input, other, rounding_mode=None):
+    """input / other; rounding_mode 'trunc' or 'floor' rounds the quotient (integers stay
+    integers then, as in PyTorch)."""
+    _check_number_or_tensor(input, other, "div")
     if rounding_mode is None:
         return Div.apply(input, other)
     if rounding_mode == "floor":
         return FloorDiv.apply(input, other)
     if rounding_mode == "trunc":
-        q = Div.apply(input, other)
+        t = _dt.result_type(input, other)
+        if not t.is_floating_point:
+            return TruncDiv.apply(input, other)
         from .unary import trunc
-        out = trunc(q)
-        x, _ = operands(input, other, "div")
-        return out.to(_dt.from_numpy_dtype(np.asarray(x).dtype)) if not \
-            np.asarray(x).dtype.kind == "f" else out
+        return trunc(Div.apply(input, other))
     raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
                      f"found '{rounding_mode}'")
 
 
 def floor_divide(input, other):
+    _check_number_or_tensor(input, other, "floor_divide")
     return FloorDiv.apply(input, other)
 
 
 def remainder(input, other):
+    _check_number_or_tensor(input, other, "remainder")
     return Remainder.apply(input, other)
 
 
@@ -417,14 +604,27 @@ def minimum(input, other):
 
 
 def where(condition, input=None, other=None):
-    """where(cond, a, b) picks a where cond holds, else b; where(cond) = nonzero(as_tuple)."""
+    """where(cond, a, b) picks a where cond holds, else b (either may be a number; numbers
+    are checked against the result dtype); where(cond) = nonzero(cond, as_tuple=True)."""
     if input is None and other is None:
-        from .index import nonzero
-        return nonzero(condition, as_tuple=True)
+        from .sorting import nonzero
+        return nonzero(as_tensor(condition), as_tuple=True)
+    if input is None or other is None:
+        raise TypeError("where(): expected both input and other, or neither")
     return Where.apply(as_tensor(condition), input, other)
 
 
 def lerp(input, end, weight):
+    """input + weight * (end - input). As in PyTorch, floating-point only, and Tensor `end` and
+    `weight` must have input's dtype (a number end is accepted here)."""
+    _check(input, "lerp")
+    if not input.is_floating_point():
+        raise TypeError(f"lerp: not implemented for {input.dtype.name} tensors (as in "
+                        f"PyTorch); use floating-point tensors")
+    for name, v in (("end", end), ("weight", weight)):
+        if isinstance(v, Tensor) and v.dtype is not input.dtype:
+            raise RuntimeError(f"expected dtype {input.dtype.name} for `{name}` but got dtype "
+                               f"{v.dtype.name}")
     return Lerp.apply(input, end, weight)
 
 
@@ -455,11 +655,12 @@ def _reflected(cls):
 
 
 Tensor.__add__ = lambda self, other: Add.apply(self, other)
-Tensor.__radd__ = _reflected(Add)
+Tensor.__radd__ = lambda self, other: Add.apply(self, other)   # (commutative: the number
+# goes second, where PyTorch puts it)
 Tensor.__sub__ = lambda self, other: Sub.apply(self, other)
 Tensor.__rsub__ = _reflected(Rsub)
 Tensor.__mul__ = lambda self, other: Mul.apply(self, other)
-Tensor.__rmul__ = _reflected(Mul)
+Tensor.__rmul__ = lambda self, other: Mul.apply(self, other)
 Tensor.__truediv__ = lambda self, other: Div.apply(self, other)
 Tensor.__rtruediv__ = _reflected(Div)
 Tensor.__floordiv__ = lambda self, other: FloorDiv.apply(self, other)

@@ -17,13 +17,14 @@ broadcast dims of tensor indices go. `normalize_index` therefore splits an index
 part (ints, slices, None, Ellipsis: a numpy view) and an *advanced* part (integer arrays) that is
 applied to that view: ``x[basic][advanced]``.
 """
+import collections.abc
 import warnings
 
 import numpy as np
 
 from ..autograd.function import Function
 from ..tensor import Tensor
-from ._util import check_broadcast, norm_dim, sum_to, tensor_method
+from ._util import check_broadcast, checked_scalar, norm_dim, sum_to, tensor_method
 
 __all__ = ["index_put", "normalize_index", "index_fill", "masked_fill", "masked_select", "take"]
 
@@ -89,12 +90,25 @@ def _advanced_shape(shape, adv):
     return b + tuple(s for k, s in enumerate(shape) if k not in arrays)
 
 
+def _is_sequence(v):
+    """A Python sequence an index may be made of (list, tuple, range, ...; not str/bytes)."""
+    return isinstance(v, (list, tuple, range)) or (
+        isinstance(v, collections.abc.Sequence) and not isinstance(v, (str, bytes, bytearray)))
+
+
 def _seq_as_tuple(seq):
-    """PyTorch still reads x[[0, [1, 2]]] (a list holding lists/tensors/slices) as x[0, [1, 2]]."""
+    """PyTorch still reads x[[0, [1, 2]]] (a sequence holding sequences/tensors/slices) as
+    x[0, [1, 2]] (numpy's old heuristic)."""
     if len(seq) >= 32:
         return False
-    return any(isinstance(v, (Tensor, np.ndarray, list, tuple, slice)) or v is None
+    return any(isinstance(v, (Tensor, np.ndarray, slice)) or _is_sequence(v) or v is None
                or v is Ellipsis for v in seq)
+
+
+def _nested_values(item):
+    """A (nested) sequence index with its Tensors replaced by their arrays, for np.asarray."""
+    return [v._data if isinstance(v, Tensor) else
+            _nested_values(v) if _is_sequence(v) else v for v in item]
 
 
 def _array_item(data, where):
@@ -131,13 +145,17 @@ def _convert(item):
         if parts[2] is not None and parts[2] <= 0:
             raise ValueError("step must be greater than zero")
         return "slice", slice(*parts)
-    if isinstance(item, (list, tuple)):
+    if isinstance(item, range):        # x[range(2)]: the index tensor [0, 1]
+        return _array_item(np.arange(item.start, item.stop, item.step, dtype=np.int64), "list")
+    if _is_sequence(item):
         try:
-            data = np.asarray([v._data if isinstance(v, Tensor) else v for v in item])
+            data = np.asarray(_nested_values(item))
         except ValueError:
             raise IndexError(f"could not use the nested sequence {item!r} as an index (ragged "
                              f"lists are not allowed)") from None
         if data.size == 0:
+            data = data.astype(np.int64)
+        elif data.dtype.kind == "f":   # PyTorch makes a long index tensor of the list
             data = data.astype(np.int64)
         return _array_item(data, "list")
     if hasattr(item, "__index__"):
@@ -162,9 +180,10 @@ def normalize_index(input_shape, index):
     """Validate an index expression for a tensor of `input_shape` and return an `IndexSpec`.
 
     Accepts what ``Tensor.__getitem__`` accepts: ints (negative too), slices with positive
-    steps, None, Ellipsis, Python bools, integer (int64/int32) or bool Tensors, numpy arrays and
-    lists, in any combination. Raises IndexError (out of range, bad mask shape, bad dtype, too
-    many indices) or ValueError (non-positive step) before anything is computed.
+    steps, None, Ellipsis, Python bools, integer (int64/int32) or bool Tensors, numpy arrays,
+    lists, ranges and other sequences of ints (nested ones too), in any combination. Raises
+    IndexError (out of range, bad mask shape, bad dtype, too many indices) or ValueError
+    (non-positive step) before anything is computed.
     ``idx.get(arr)`` == PyTorch's ``x[index]`` on the numpy array, ``idx.put(arr, v)`` its
     assignment; ``idx.is_view`` says whether ``get`` returns a view.
     """
@@ -174,7 +193,7 @@ def normalize_index(input_shape, index):
     ndim = len(shape)
     if isinstance(index, tuple):
         items = index
-    elif isinstance(index, list) and _seq_as_tuple(index):
+    elif _is_sequence(index) and _seq_as_tuple(index):
         warnings.warn("Using a non-tuple sequence for multidimensional indexing is deprecated; "
                       "use x[tuple(seq)] instead of x[seq]", UserWarning, stacklevel=3)
         items = tuple(index)
@@ -407,7 +426,10 @@ def index_fill(input, dim, index, value):
     idx = IndexSpec(lead + (None,) * (x.ndim == 0) + (Ellipsis,),
                     lead + (i.reshape(-1).astype(np.intp),), x.shape)
     if isinstance(value, Tensor):
+        checked_scalar(value, x.dtype)       # a value the dtype cannot hold raises
         value = value.to(input.dtype)
+    elif isinstance(value, (bool, int, float, np.number, np.bool_)):
+        value = checked_scalar(value, x.dtype)
     return IndexFill.apply(input, idx, value, False)
 
 
@@ -426,11 +448,12 @@ class MaskedFill(Function):
     @staticmethod
     def forward(ctx, a, mask, value):
         x = a._data
-        v = value._data if isinstance(value, Tensor) else value
+        # the value (a number or a 0-d tensor) is a Scalar argument: checked against x's dtype
+        v = checked_scalar(value, x.dtype)
         if ctx.needs_input_grad:
             ctx.save_for_backward(mask)
             ctx.in_shape = x.shape
-        return np.where(mask._data, np.asarray(v).astype(x.dtype), x)
+        return np.where(mask._data, v, x)
 
     @staticmethod
     def backward(ctx, grad):

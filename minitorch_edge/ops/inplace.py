@@ -24,7 +24,7 @@ from ..backend.prepared import wrote as _wrote
 from ..tensor import Tensor
 from . import compare as C
 from . import elementwise as E
-from ._util import tensor_method
+from ._util import checked_scalar, is_float, scalar_operand, tensor_method
 
 __all__ = []
 
@@ -107,7 +107,10 @@ def _inplace_method(name, fn, cast=False):
 
 
 def _fill(src, value):
-    v = value if isinstance(value, Tensor) else Tensor._make(np.array(value, src._data.dtype))
+    # a number is checked against the dtype (uint8 fill_(300) raises, fill_(-1) gives 255); a
+    # 0-d tensor is cast (wraps), as in PyTorch
+    v = value if isinstance(value, Tensor) else \
+        Tensor._make(np.array(checked_scalar(value, src._data.dtype)))
     if v._data.ndim:
         raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                            f"{v._data.ndim} dimensions.")
@@ -204,7 +207,7 @@ def _setitem(self, index, value):
     the differentiable ``index_put`` written back through `apply_inplace`."""
     from .index import index_put, normalize_index
     if not isinstance(value, Tensor):
-        value = Tensor._make(np.asarray(value, dtype=self._data.dtype))
+        value = Tensor._make(_setitem_value(value, self._data.dtype))
     if _recording(self, (value,)):
         apply_inplace(self, "index_put", lambda src, v: index_put(src, index, v.to(src.dtype)),
                       (value,), cast=True)
@@ -222,6 +225,17 @@ def _setitem(self, index, value):
     self._vc[0] += 1
     _wrote(self._data)
     self._vc[1] = "index_put"
+
+
+def _setitem_value(value, dtype):
+    """A non-Tensor value of ``x[index] = value`` as an array of x's dtype: a number is checked
+    as PyTorch checks it for integer dtypes (int8 x[0] = 300 raises) and cast for floating ones
+    (float16 x[0] = 1e10 stores inf)."""
+    if isinstance(value, (bool, int, float, np.number, np.bool_)):
+        if is_float(dtype):
+            return np.array(scalar_operand(value, dtype), dtype=dtype)
+        return np.array(checked_scalar(value, dtype))
+    return np.asarray(value, dtype=dtype)
 
 
 Tensor.__setitem__ = _setitem

@@ -93,6 +93,8 @@ class Sum(Function):
         # (inf + -inf gives nan with numpy's RuntimeWarning; an errstate here would cost
         # more than the whole sum of a small tensor)
         out = np.add.reduce(x, axis=dims, keepdims=keepdim)
+        if dtype is not None and out.dtype != x.dtype:   # numpy widened a small int dtype= sum
+            return np.asarray(out).astype(x.dtype)        # (wraps, as PyTorch's int8 sum does)
         return out if out.__class__ is np.ndarray else np.asarray(out)
 
     @staticmethod
@@ -131,7 +133,8 @@ class Nansum(Function):
 def nansum(input, dim=None, keepdim=False, dtype=None):
     """sum() that treats NaN as zero."""
     input = _cast(input, dtype)
-    return Nansum.apply(input, _dims(dim, input._data.ndim, "nansum"), keepdim)
+    out = Nansum.apply(input, _dims(dim, input._data.ndim, "nansum"), keepdim)
+    return out if dtype is None or out.dtype is input.dtype else out.to(input.dtype)
 
 
 class Mean(Function):
@@ -216,7 +219,9 @@ class Prod(Function):
 def prod(input, dim=None, keepdim=False, dtype=None):
     """Product over `dim` (None -> all). Unlike PyTorch, a tuple of dims is accepted too."""
     dims = _dims(dim, input._data.ndim, "prod")
-    return Prod.apply(_cast(input, dtype), dims, keepdim)
+    input = _cast(input, dtype)
+    out = Prod.apply(input, dims, keepdim)
+    return out if dtype is None or out.dtype is input.dtype else out.to(input.dtype)
 
 
 # ---- variance and standard deviation ----------------------------------------------------------

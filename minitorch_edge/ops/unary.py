@@ -21,7 +21,7 @@ from .._special import erf as _erf
 from .._special import erfinv as _erfinv
 from ..autograd.function import Function
 from ..tensor import Tensor
-from ._util import check_broadcast, operands, sum_to, tensor_method
+from ._util import check_broadcast, checked_scalar, promote, sum_to, tensor_method
 from .elementwise import Pow, where
 
 __all__ = ["neg", "negative", "abs", "absolute", "sign", "sgn", "reciprocal", "exp", "exp2",
@@ -237,12 +237,14 @@ class Round(Function):
 
 # ---- clamp, nan_to_num, xlogy -------------------------------------------------------------------
 def _bound(v, dtype):
-    """A clamp bound as a numpy value of `dtype` (None stays None)."""
+    """A clamp bound as a numpy value of `dtype` (None stays None). A Tensor bound is cast (an
+    out-of-range value wraps, as PyTorch's cast does); a number is a Scalar argument, checked
+    as PyTorch checks it (int8 clamp(max=300) raises; uint8 clamp(min=-1) means 255)."""
     if v is None:
         return None
     if isinstance(v, Tensor):
         return v._data.astype(dtype, copy=False)
-    return np.array(v).astype(dtype)  # an out-of-range int wraps, as PyTorch's cast does
+    return checked_scalar(v, dtype)
 
 
 class Clamp(Function):
@@ -322,10 +324,7 @@ class Xlogy(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        x, o = operands(a, b, "xlogy")
-        dtype = np.result_type(x, o)
-        if dtype.kind != "f":
-            dtype = _dt.get_default_dtype().np
+        x, o, dtype = promote(a, b, "xlogy", floating=True)
         x, o = np.asarray(x, dtype), np.asarray(o, dtype)
         if ctx.needs_input_grad:
             ctx.save_for_backward(a if isinstance(a, Tensor) else None,

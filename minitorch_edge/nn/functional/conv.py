@@ -137,6 +137,11 @@ def _check_channels(shape, weight, bias, groups, op, transposed=False):
     ws = weight._data.shape
     if groups < 1:
         raise RuntimeError(f"{op}: groups must be a positive integer, got {groups}")
+    if ws[0] < groups:     # no output (or, transposed, input) channels: PyTorch's message
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at "
+                           f"dimension 0, but got weight of size {list(ws)} instead")
+    if transposed and 0 in ws[1:]:
+        raise RuntimeError(f"non-empty 2D or 4D weight tensor expected, but got: {list(ws)}")
     if transposed:
         expected = ws[0]
         if expected % groups:

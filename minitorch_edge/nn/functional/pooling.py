@@ -107,15 +107,26 @@ class AvgPool2DBackward(Function):
 
 
 # ---- argument checking --------------------------------------------------------------------------
-def _check_rank(input, nd, op):
-    """(batched?) for an input of nd+1 (unbatched) or nd+2 dims; RuntimeError otherwise."""
+def _check_rank(input, nd, op, empty=None):
+    """(batched?) for an input of nd+1 (unbatched) or nd+2 dims; RuntimeError otherwise.
+    Empty dims, as PyTorch: only the batch dim may be 0 (empty="window": sliding-window
+    pooling; "adaptive": adaptive max pooling, where dim 0 of an unbatched input may be 0 too);
+    otherwise only the spatial dims are checked."""
     shape = tuple(input._data.shape)
     if len(shape) not in (nd + 1, nd + 2):
         raise RuntimeError(f"{op}: expected a {nd + 1}-D (unbatched) or {nd + 2}-D (batched) "
                            f"input, got input of shape {shape}")
+    batched = len(shape) == nd + 2
+    if empty == "window" and 0 in shape[1 if batched else 0:]:
+        raise RuntimeError(f"{op}: Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with "
+                           f"optional 0 dim batch size for input, but got:{list(shape)}")
+    if empty == "adaptive" and 0 in shape[1:]:
+        raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch "
+                           f"dimensions, but input has sizes {list(shape)} with dimension "
+                           f"{shape.index(0, 1)} being empty")
     if any(s == 0 for s in shape[-nd:]):
         raise RuntimeError(f"{op}: expected non-empty spatial dims, got input of shape {shape}")
-    return len(shape) == nd + 2
+    return batched
 
 
 def _window_args(input, kernel_size, stride, padding, dilation, ceil_mode, nd, op):
@@ -159,7 +170,7 @@ def _lift(vals, nd, fill):
 
 # ---- max pooling -------------------------------------------------------------------------------
 def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, nd, op):
-    batched = _check_rank(input, nd, op)
+    batched = _check_rank(input, nd, op, "window")
     k, s, p, d = _window_args(input, kernel_size, stride, padding, dilation, ceil_mode, nd, op)
     params = (_lift(k, nd, 1), _lift(s, nd, 1), _lift(p, nd, 0), _lift(d, nd, 1),
               bool(ceil_mode))
@@ -188,7 +199,7 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 # ---- average pooling ---------------------------------------------------------------------------
 def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
               divisor_override, nd, op):
-    batched = _check_rank(input, nd, op)
+    batched = _check_rank(input, nd, op, "window")
     if input._data.dtype.kind != "f":
         raise RuntimeError(f"{op}: expected a floating-point input, got {input.dtype}")
     k, s, p, _ = _window_args(input, kernel_size, stride, padding, 1, ceil_mode, nd, op)
@@ -276,7 +287,7 @@ def adaptive_avg_pool1d(input, output_size):
 
 
 def _adaptive_max(input, output_size, return_indices, nd, op):
-    batched = _check_rank(input, nd, op)
+    batched = _check_rank(input, nd, op, "adaptive")
     out = _out_sizes(output_size, tuple(input._data.shape[-nd:]), nd, op)
     y, idx = AdaptiveMaxPool2D.apply(_as_4d(input, batched, nd), "adaptive_max_pool2d",
                                _lift(out, nd, 1))
