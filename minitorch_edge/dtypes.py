@@ -7,29 +7,55 @@ Mixed operands follow PyTorch, not numpy:
 * dimensioned tensors decide the result; 0-dim tensors and Python scalars only raise the result
   when they belong to a higher category (``int_tensor + 2.5`` -> float32, the default dtype;
   ``float16_tensor + 2.5`` -> float16; ``float32_tensor + float64_0dim`` -> float32).
+
+bfloat16 is stored through the optional ``ml_dtypes`` package (``pip install ml_dtypes``;
+without it the dtype exists but making a bfloat16 tensor raises, naming that fix). It promotes
+as in PyTorch: bfloat16 + float16 -> float32, bfloat16 + float32 -> float32, int + bfloat16 ->
+bfloat16. Arithmetic on it runs through ml_dtypes, which computes each element in float32 and
+rounds back to bfloat16 — until mixed precision arrives, bfloat16 saves memory, not time.
+numpy reports its kind as 'V', not 'f': test floating arrays with `is_float_array`.
 """
 import numpy as np
 
-__all__ = ["dtype", "float32", "float64", "float16", "int8", "int16", "int32", "int64", "uint8",
-           "bool", "float", "double", "half", "long", "int", "short",
+try:            # bfloat16 is stored through the optional ml_dtypes package
+    import ml_dtypes as _ml_dtypes
+except ImportError:  # pragma: no cover - exercised by monkeypatching in the tests
+    _ml_dtypes = None
+
+__all__ = ["dtype", "float32", "float64", "float16", "bfloat16", "int8", "int16", "int32",
+           "int64", "uint8", "bool", "float", "double", "half", "long", "int", "short",
            "get_default_dtype", "set_default_dtype", "promote_types", "result_type"]
+
+BF16_MISSING = ("bfloat16 needs the ml_dtypes package, which is not installed: "
+                "pip install ml_dtypes")
 
 
 class dtype:
     """One element type. ``dtype.np`` is the numpy dtype it stores."""
-    __slots__ = ("name", "np", "is_floating_point", "is_signed", "itemsize", "_rank")
+    __slots__ = ("name", "_np", "is_floating_point", "is_signed", "itemsize", "_rank")
 
-    def __init__(self, name, np_dtype, rank):
+    def __init__(self, name, np_dtype, rank, floating=None, itemsize=None):
         self.name = name
-        self.np = np.dtype(np_dtype)
-        self.is_floating_point = self.np.kind == "f"
-        self.is_signed = self.np.kind in "fi"
-        self.itemsize = self.np.itemsize
+        self._np = None if np_dtype is None else np.dtype(np_dtype)
+        kind = self._np.kind if self._np is not None else "f"
+        self.is_floating_point = kind == "f" if floating is None else floating
+        self.is_signed = self.is_floating_point or kind == "i"
+        self.itemsize = self._np.itemsize if self._np is not None else itemsize
         self._rank = rank
+
+    @property
+    def np(self):
+        """The numpy dtype of the arrays (bfloat16's comes from ml_dtypes)."""
+        if self._np is None:
+            raise RuntimeError(BF16_MISSING)
+        return self._np
 
     @property
     def is_complex(self):
         return False
+
+    def to_real(self):
+        return self
 
     def __repr__(self):
         return "minitorch_edge." + self.name
@@ -45,6 +71,10 @@ int16 = dtype("int16", np.int16, 2)
 int32 = dtype("int32", np.int32, 3)
 int64 = dtype("int64", np.int64, 4)
 float16 = dtype("float16", np.float16, 5)
+# bfloat16 ranks with float16 (neither holds the other: bf16 + f16 -> f32, see promote_types).
+# Without ml_dtypes the dtype still exists, and using its storage raises BF16_MISSING.
+bfloat16 = dtype("bfloat16", _ml_dtypes.bfloat16 if _ml_dtypes is not None else None, 5,
+                 floating=True, itemsize=2)
 float32 = dtype("float32", np.float32, 6)
 float64 = dtype("float64", np.float64, 7)
 
@@ -53,9 +83,21 @@ float, double, half = float32, float64, float16
 long, int, short = int64, int32, int16
 bool = bool_  # noqa: A001  (mirrors torch.bool)
 
-ALL = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64)
-_FROM_NP = {d.np: d for d in ALL}
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+_FROM_NP = {d._np: d for d in ALL if d._np is not None}
 _NAMES = {d.name: d for d in ALL}
+FLOATING = tuple(d for d in ALL if d.is_floating_point)
+# the numpy dtypes of floating tensors (is_float_array): bfloat16's numpy kind is 'V', not 'f'
+_FLOAT_NP = frozenset(d._np for d in FLOATING if d._np is not None)
+
+
+def is_float_array(array):
+    """Whether a numpy array holds one of our floating dtypes (bfloat16 included)."""
+    return array.dtype.kind == "f" or array.dtype in _FLOAT_NP
+
+
+def bf16_available():
+    return bfloat16._np is not None
 
 
 def _by_name(name):
@@ -100,6 +142,8 @@ def promote_types(a, b):
         return a
     if a.is_floating_point or b.is_floating_point:
         if a.is_floating_point and b.is_floating_point:
+            if a._rank == b._rank:               # float16 with bfloat16
+                return float32
             return a if a._rank > b._rank else b
         return a if a.is_floating_point else b
     if a is bool_:

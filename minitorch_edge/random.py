@@ -16,6 +16,11 @@ class Generator:
     """A source of random numbers (``minitorch_edge.Generator().manual_seed(0)``)."""
 
     def __init__(self, device="cpu"):
+        from .tensor import device as _device
+        device = _device(device)
+        if device.type != "cpu":
+            raise RuntimeError(f"Cannot get a {device.type} generator: minitorch_edge runs on "
+                               f"the CPU only (use Generator() or Generator('cpu'))")
         self._seed = int(np.random.SeedSequence().entropy % (2 ** 63))
         self._np = np.random.Generator(np.random.PCG64(self._seed))
         self.device = device

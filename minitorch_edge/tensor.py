@@ -12,11 +12,14 @@ This file keeps the class itself: construction, attributes, conversions, printin
 ``backward``. The ops (``+``, ``exp``, ``sum``, ``reshape``, ...) live in ``ops/`` and attach
 themselves to Tensor as methods when the package is imported.
 """
+import builtins as _b
+
 import numpy as np
 
 from . import dtypes as _dt
 
-__all__ = ["Tensor", "Size", "device"]
+__all__ = ["Tensor", "Size", "device", "memory_format", "contiguous_format", "preserve_format",
+           "channels_last", "channels_last_3d"]
 
 
 class Size(tuple):
@@ -32,32 +35,216 @@ class Size(tuple):
         return n
 
 
+_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve",
+                 "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia",
+                 "privateuseone")
+_NO_ACCELERATOR = "Cannot access accelerator device when none is available."
+
+
 class device:
-    """Where a tensor lives. Only "cpu" exists so far (a cuda backend may follow)."""
+    """Where a tensor lives, as ``torch.device``: ``device("cpu")``, ``device("cuda:1")``,
+    ``device("cuda", 0)``. Any device type PyTorch knows can be *named*; only "cpu" can hold
+    tensors (minitorch_edge is a CPU library), so using another one raises as a CPU-only PyTorch
+    build does (``Torch not compiled with CUDA enabled`` for cuda)."""
+    __slots__ = ("type", "index")
 
     def __init__(self, type="cpu", index=None):
         if isinstance(type, device):
-            type = type.type
-        kind = str(type).split(":")[0]
-        if kind != "cpu":
-            raise RuntimeError(f"device {type!r} is not available: minitorch_edge runs on 'cpu' "
-                               f"only")
-        self.type, self.index = kind, index
+            if index is not None:
+                raise TypeError("device(): an index cannot be passed with a device object")
+            type, index = type.type, type.index
+        elif isinstance(type, _b.int) and not isinstance(type, _b.bool):
+            raise RuntimeError(_NO_ACCELERATOR)      # device(0): the current accelerator
+        elif not isinstance(type, str):
+            raise TypeError(f"device(): expected a device string like 'cpu' or 'cuda:0', or a "
+                            f"device, got {_b.type(type).__name__}")
+        else:
+            kind, sep, idx = type.partition(":")
+            if sep:
+                if index is not None:
+                    raise RuntimeError(f"type (string) must not include an index because index "
+                                       f"was passed explicitly: {type}")
+                if not idx.isdigit() or (idx != "0" and idx.startswith("0")):
+                    raise RuntimeError(f"Invalid device string: {type!r}")
+                index = _b.int(idx)
+            if kind not in _DEVICE_TYPES:
+                if kind.strip() in _DEVICE_TYPES:
+                    raise RuntimeError(f"Invalid device string: {type!r}")
+                raise RuntimeError("Expected one of " + ", ".join(_DEVICE_TYPES) +
+                                   f" device type at start of device string: {type}")
+            type = kind
+        if index is not None:
+            if not isinstance(index, _b.int) or isinstance(index, _b.bool):
+                raise TypeError(f"device(): argument 'index' must be int, not "
+                                f"{_b.type(index).__name__}")
+            if index < 0:
+                raise RuntimeError("Device index must not be negative")
+        object.__setattr__(self, "type", type)
+        object.__setattr__(self, "index", index)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"device.{name} is read-only")
 
     def __eq__(self, other):
-        return str(self) == str(other if not isinstance(other, device) else other.type)
+        # a device also equals its string form (x.device == "cpu"), which torch does not
+        if isinstance(other, (device, str)):
+            return str(self) == str(other)
+        return NotImplemented
 
     def __hash__(self):
-        return hash(self.type)
+        return hash(str(self))
 
     def __str__(self):
-        return self.type
+        return self.type if self.index is None else f"{self.type}:{self.index}"
 
     def __repr__(self):
-        return f"device(type='{self.type}')"
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+    def __reduce__(self):
+        return (device, (self.type, self.index))
+
+
+def check_device(d):
+    """The device `d` names (a string, a device or an int) if tensors can live there, which is
+    only "cpu"; otherwise the error a CPU-only PyTorch build gives."""
+    if d is None:
+        return _CPU
+    d = d if isinstance(d, device) else device(d)
+    if d.type == "cpu":
+        return d
+    if d.type in ("cuda", "xpu"):
+        name = "CUDA" if d.type == "cuda" else "XPU"
+        raise AssertionError(f"Torch not compiled with {name} enabled (minitorch_edge runs on "
+                             f"the CPU only: {d.type} devices are not available)")
+    raise RuntimeError(f"PyTorch is not linked with support for {d.type} devices "
+                       f"(minitorch_edge runs on the CPU only: {d.type!r} is not available)")
+
+
+class memory_format:
+    """A tensor layout tag, as ``torch.channels_last``. Accepted wherever PyTorch takes one;
+    minitorch_edge keeps its arrays in its own (row-major) layout whatever the tag says."""
+    __slots__ = ("name", "rank")
+
+    def __init__(self, name, rank=None):
+        self.name, self.rank = name, rank
+
+    def __repr__(self):
+        return "minitorch_edge." + self.name
+
+    def __reduce__(self):
+        return self.name
+
+
+contiguous_format = memory_format("contiguous_format")
+preserve_format = memory_format("preserve_format")
+channels_last = memory_format("channels_last", 4)
+channels_last_3d = memory_format("channels_last_3d", 5)
+
+
+def check_memory_format(fmt, ndim=None):
+    if fmt is None:
+        return None
+    if not isinstance(fmt, memory_format):
+        raise TypeError(f"memory_format must be a memory format such as "
+                        f"minitorch_edge.channels_last, got {_b.type(fmt).__name__}")
+    if ndim is not None and fmt.rank is not None and ndim != fmt.rank:
+        raise RuntimeError(f"required rank {fmt.rank} tensor to use {fmt.name} format")
+    return fmt
+
+
+_TO_SIGNATURES = (" * (device device = None, dtype dtype = None, bool non_blocking = False, "
+                  "bool copy = False, *, memory_format memory_format = None)\n"
+                  " * (dtype dtype, bool non_blocking = False, bool copy = False, *, "
+                  "memory_format memory_format = None)\n"
+                  " * (Tensor tensor, bool non_blocking = False, bool copy = False, *, "
+                  "memory_format memory_format = None)")
+
+
+def parse_to(args, kwargs):
+    """The arguments of ``Tensor.to`` / ``Module.to`` as PyTorch parses them:
+    ``(device, dtype, non_blocking, copy, memory_format)`` (copy is None when not given). The
+    three forms are
+    ``to(device=None, dtype=None, non_blocking=False, copy=False)``,
+    ``to(dtype, non_blocking=False, copy=False)`` and ``to(tensor, non_blocking=False,
+    copy=False)``, each with keyword ``memory_format``. A non-cpu device raises (see
+    check_device); the device/dtype come back checked."""
+    kwargs = dict(kwargs)
+    dev = dt = None
+    flags = {}
+    rest = list(args)
+
+    def bad():
+        got = ", ".join([_b.type(a).__name__ for a in args] +
+                        [f"{k}={_b.type(v).__name__}" for k, v in kwargs.items()])
+        return TypeError(f"to() received an invalid combination of arguments - got ({got}), but "
+                         f"expected one of:\n" + _TO_SIGNATURES)
+
+    first = rest[0] if rest else None
+    if isinstance(first, str) and first.split(":")[0] not in _DEVICE_TYPES:
+        first = rest[0] = _string_dtype(first)       # to("float64"): a dtype name (lenient)
+    if isinstance(first, Tensor):
+        rest.pop(0)
+        dt, dev = first.dtype, first.device
+        if "dtype" in kwargs or "device" in kwargs:
+            raise bad()
+    elif rest and (first.__class__ is _dt.dtype or _is_dtype_like(first)):
+        dt = _dt.to_dtype(rest.pop(0))
+        if "dtype" in kwargs or "device" in kwargs:
+            raise bad()
+    elif rest and (first is None or isinstance(first, (str, device, _b.int))) \
+            and first.__class__ is not _b.bool:
+        dev = rest.pop(0)
+        if "device" in kwargs:
+            raise bad()
+        if rest and (rest[0] is None or rest[0].__class__ is _dt.dtype):
+            dt = rest.pop(0)
+            if "dtype" in kwargs:
+                raise bad()
+    dev = kwargs.pop("device", dev)
+    dt = kwargs.pop("dtype", dt)
+    for name in ("non_blocking", "copy"):
+        if rest:
+            value = rest.pop(0)
+            if name in kwargs or value.__class__ is not _b.bool:
+                raise bad()
+            flags[name] = value
+    if rest:
+        raise bad()
+    for name in ("non_blocking", "copy"):
+        if name in kwargs:
+            flags[name] = kwargs.pop(name)
+    fmt = kwargs.pop("memory_format", None)
+    if kwargs:
+        raise bad()
+    if dt is not None and dt.__class__ is not _dt.dtype:
+        if not isinstance(dt, str) and not _is_dtype_like(dt):
+            raise bad()
+        dt = _dt.to_dtype(dt)
+    if dev is not None:
+        dev = check_device(dev)
+    return dev, dt, _b.bool(flags.get("non_blocking", False)), flags.get("copy"), \
+        check_memory_format(fmt)
+
+
+def _string_dtype(name):
+    """to("float64"): PyTorch reads a string as a device; a dtype name is accepted too."""
+    if name in _dt._NAMES:
+        return _dt._NAMES[name]
+    raise TypeError(f"to(): {name!r} is neither a device type (" + ", ".join(_DEVICE_TYPES[:3]) +
+                    ", ...) nor a dtype (" + ", ".join(d.name for d in _dt.ALL) + ")")
+
+
+def _is_dtype_like(x):
+    """A numpy dtype or scalar type (np.float32), which to() accepts as a dtype."""
+    if isinstance(x, np.dtype):
+        return True
+    return isinstance(x, _b.type) and issubclass(x, np.generic)
 
 
 _CPU = device("cpu")
+device_type = device  # (Tensor.cuda's parameter is called device)
 
 
 def describe(x):
@@ -105,7 +292,7 @@ class Tensor:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you "
                                "want to use a computed variable in a subgraph that doesn't require "
                                "differentiation use var_no_grad = var.detach().")
-        if value and self._data.dtype.kind != "f":
+        if value and not _dt.is_float_array(self._data):
             raise RuntimeError(f"only Tensors of floating point dtype can require gradients "
                                f"(got {self.dtype})")
         self._rg = value
@@ -242,8 +429,14 @@ class Tensor:
     def is_cuda(self):
         return False
 
+    is_xpu = is_mps = is_meta = is_sparse = is_quantized = is_mkldnn = is_cuda
+
+    @property
+    def is_cpu(self):
+        return True
+
     def is_floating_point(self):
-        return self._data.dtype.kind == "f"
+        return _dt.is_float_array(self._data)
 
     def element_size(self):
         return self._data.itemsize
@@ -317,21 +510,14 @@ class Tensor:
         return (_rebuild, (self._data, self._rg))
 
     def to(self, *args, **kwargs):
-        """``to(dtype)``, ``to("cpu")``, ``to(device, dtype)``, ``to(other_tensor)``; keyword
-        ``dtype=``, ``device=``, ``copy=``. Returns self when nothing changes."""
-        target, copy = None, kwargs.pop("copy", False)
-        for a in list(args) + [kwargs.pop("dtype", None), kwargs.pop("device", None)]:
-            if a is None or a.__class__ is bool:
-                continue
-            if isinstance(a, Tensor):
-                target = a.dtype
-            elif isinstance(a, (str, device)) and str(a).split(":")[0] in ("cpu", "cuda", "mps"):
-                device(a)
-            else:
-                target = _dt.to_dtype(a)
-        kwargs.pop("non_blocking", None)
-        if kwargs:
-            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+        """``to(dtype)``, ``to("cpu")``, ``to(device, dtype)``, ``to(other_tensor)``, each with
+        optional ``non_blocking``, ``copy`` and keyword ``memory_format`` (as PyTorch; the
+        layout tag is checked, not applied). Returns self when nothing changes."""
+        if not kwargs and len(args) == 1 and args[0].__class__ is _dt.dtype:   # to(dtype)
+            target, copy = args[0], False
+        else:
+            _, target, _, copy, fmt = parse_to(args, kwargs)
+            check_memory_format(fmt, self._data.ndim)
         if target is None or target.np == self._data.dtype:
             return self.clone() if copy else self
         from .ops.elementwise import ToCopy
@@ -369,15 +555,54 @@ class Tensor:
     def bool(self):
         return self.to(_dt.bool_)
 
-    def cpu(self):
+    def bfloat16(self):
+        return self.to(_dt.bfloat16)
+
+    def cpu(self, memory_format=None):
+        check_memory_format(memory_format, self._data.ndim)
         return self
+
+    def cuda(self, device=None, non_blocking=False, memory_format=None):
+        """Always raises, as a CPU-only PyTorch build does: there is no CUDA device."""
+        check_device(device if isinstance(device, (str, device_type)) else "cuda")
+
+    def pin_memory(self, device=None):
+        raise RuntimeError(_NO_ACCELERATOR)
+
+    def is_pinned(self, device=None):
+        return False
+
+    def get_device(self):
+        return -1
+
+    def __format__(self, format_spec):
+        # as torch: a 0-dim tensor formats as its Python number (f"{loss:.4f}"); any other
+        # tensor only with an empty spec (its str), else TypeError
+        if self._data.ndim == 0:
+            return self.item().__format__(format_spec)
+        return object.__format__(self, format_spec)
 
     def __repr__(self):
         from ._format import format_tensor
+        if self._data.dtype.kind == "V" and self._data.dtype in _dt._FLOAT_NP:
+            return _format_bfloat16(self, format_tensor)
         return format_tensor(self)
 
     def __str__(self):
         return self.__repr__()
+
+
+def _format_bfloat16(t, format_tensor):
+    """bfloat16 prints as PyTorch prints it: the values as floats (numpy's printer does not
+    know ml_dtypes' type, so they are shown through float32), then ``dtype=...bfloat16``."""
+    wide = _dt.float64 if _dt.get_default_dtype() is _dt.float64 else _dt.float32
+    text = format_tensor(Tensor._make(t._data.astype(wide.np)))
+    text = text[:-1] + f", dtype={_dt.bfloat16!r}"
+    if t._fn is not None:
+        text += f", grad_fn=<{t._fn.name()}>"
+    elif t._rg:
+        text += ", requires_grad=True"
+    return text + ")"
 
 
 def _rebuild(array, requires_grad):

@@ -11,9 +11,11 @@ from .module import Module  # noqa: F401
 from .containers import (Sequential, ModuleList, ModuleDict, ParameterList,  # noqa: F401
                          ParameterDict)
 from . import functional, init, utils  # noqa: F401,E402
+from . import modules, parallel  # noqa: F401,E402  (torch.nn.modules / nn.parallel paths)
+from .parallel import DataParallel  # noqa: F401,E402
 
 _LAYER_MODULES = ["linear", "activation", "conv", "pooling", "normalization", "dropout",
-                  "sparse", "upsampling", "attention", "transformer", "loss"]
+                  "sparse", "upsampling", "attention", "transformer", "loss", "rnn"]
 for _name in _LAYER_MODULES:
     _mod = importlib.import_module(f".layers.{_name}", __name__)
     for _cls in _mod.__all__:

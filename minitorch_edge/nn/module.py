@@ -298,24 +298,23 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
-        """``to(dtype)``, ``to("cpu")``: floating parameters and buffers change dtype."""
-        target = None
-        for a in list(args) + [kwargs.get("dtype"), kwargs.get("device")]:
-            if a is None:
-                continue
-            if isinstance(a, Tensor):
-                target = a.dtype
-            elif isinstance(a, str) and a.split(":")[0] in ("cpu", "cuda", "mps"):
-                from ..tensor import device
-                device(a)
-            elif not isinstance(a, str) or a in _dt._NAMES:
-                target = _dt.to_dtype(a)
+        """Cast floating parameters and buffers (and their grads) in place; returns self.
+
+        Accepts what PyTorch's Module.to does: ``to(device=None, dtype=None,
+        non_blocking=False)``, ``to(dtype, non_blocking=False)``, ``to(tensor,
+        non_blocking=False)``, and keyword ``memory_format``. The device may be "cpu" (or
+        ``device("cpu")``); cuda and the others raise as a CPU-only PyTorch build does."""
+        from ..tensor import parse_to
+        _, target, _, copy, _ = parse_to(args, kwargs)
+        if copy is not None:
+            raise RuntimeError(".to() does not accept copy argument")
         if target is None:
             return self
         if not target.is_floating_point:
-            raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired "
-                            f"dtype={target}")
-        return self._apply_arrays(lambda a: a.astype(target.np) if a.dtype.kind == "f" else a)
+            raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got "
+                            f"desired dtype={target}")
+        np_dtype = target.np
+        return self._apply_arrays(lambda a: a.astype(np_dtype) if _dt.is_float_array(a) else a)
 
     def float(self):
         return self.to(_dt.float32)
@@ -326,8 +325,20 @@ class Module:
     def half(self):
         return self.to(_dt.float16)
 
+    def bfloat16(self):
+        return self.to(_dt.bfloat16)
+
     def cpu(self):
         return self
+
+    def cuda(self, device=None):
+        """Always raises, as a CPU-only PyTorch build does: there is no CUDA device."""
+        from ..tensor import check_device
+        check_device(device if isinstance(device, str) else "cuda")
+
+    def xpu(self, device=None):
+        from ..tensor import check_device
+        check_device("xpu")
 
     def type(self, dst_type):
         return self.to(dst_type)

@@ -74,7 +74,9 @@ def save(obj, f):
     """Write `obj` to `f` (a path, written atomically, or a binary file object).
 
     As ``torch.save`` but in a safetensors-compatible file, without pickle (see the module
-    docstring for what `obj` may hold). Raises TypeError, naming the place, for anything else."""
+    docstring for what `obj` may hold). Raises TypeError, naming the place, for anything else;
+    an nn.Module is refused with the fix (save its ``state_dict()``)."""
+    _refuse_modules(obj, "obj", 0)
     skeleton, arrays = flatten(obj)
     header = _header(skeleton, arrays)
     if isinstance(f, (str, bytes, os.PathLike)):
@@ -84,6 +86,25 @@ def save(obj, f):
     else:
         raise TypeError(f"save: expected a path or a binary file object, got "
                         f"{type(f).__name__}")
+
+
+def _refuse_modules(obj, where, depth):
+    """A whole nn.Module (or one inside the dicts/lists being saved) cannot be written: that
+    needs pickle. Say what to save instead."""
+    from ..nn.module import Module
+    if isinstance(obj, Module):
+        raise TypeError(f"save: {where} is an nn.Module ({type(obj).__name__}); a whole module "
+                        f"can only be saved with pickle, which minitorch_edge never uses (it can "
+                        f"run code when loaded). Save its weights instead: "
+                        f"save(model.state_dict(), path), and restore them with "
+                        f"model.load_state_dict(load(path))")
+    if depth < 8:
+        if isinstance(obj, dict):
+            for key, value in obj.items():
+                _refuse_modules(value, f"{where}[{key!r}]", depth + 1)
+        elif isinstance(obj, (list, tuple)):
+            for i, value in enumerate(obj):
+                _refuse_modules(value, f"{where}[{i}]", depth + 1)
 
 
 def _header(skeleton, arrays):

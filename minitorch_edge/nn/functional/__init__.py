@@ -1,5 +1,7 @@
 """nn.functional: the stateless form of every layer and loss (``F.conv2d(x, w)``,
-``F.cross_entropy(logits, target)``), plus the activations from ops/activation.py.
+``F.cross_entropy(logits, target)``), plus the activations from ops/activation.py and the
+aliases PyTorch keeps here for ops that live elsewhere (``F.tanh``, ``F.sigmoid``, the
+``*_with_indices`` pooling forms).
 
 Each file here keeps an ``__all__``; everything listed is re-exported as ``nn.functional.<name>``.
 """
@@ -17,3 +19,28 @@ for _name in _MODULES:
         globals()[_fn] = getattr(_mod, _fn)
 
 from ..layers.activation import prelu, softmin  # noqa: E402,F401
+from ...ops.unary import sigmoid, tanh  # noqa: E402,F401  (torch.nn.functional keeps these too)
+
+
+# PyTorch's *_with_indices forms: the pooling functions that always return (output, indices)
+_pooling = importlib.import_module(".pooling", __name__)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=False):
+    return _pooling.max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode,
+                               return_indices=True)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=False):
+    return _pooling.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode,
+                               return_indices=True)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    return _pooling.adaptive_max_pool1d(input, output_size, return_indices=True)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    return _pooling.adaptive_max_pool2d(input, output_size, return_indices=True)
