@@ -13,13 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-if os.environ.get("MTE_REQUIRE_NATIVE") == "1":
-    from minitorch_edge import _C
-else:
-    _C = pytest.importorskip("minitorch_edge._C")
+from native_harness import on_every_isa as _on_every_isa, rand, require_native
 
-if not hasattr(_C, "depthwise3x3"):
-    pytest.skip("this build of _C has no depthwise kernels", allow_module_level=True)
+_C = require_native("depthwise3x3", "depthwise")
 
 from minitorch_edge import backend  # noqa: E402
 from minitorch_edge.backend import numpy_backend as nb  # noqa: E402
@@ -29,18 +25,8 @@ ISAS = list(_C.available_isas())
 SIZES = st.integers(0, 20)
 
 
-def rand(rng, shape):
-    return rng.standard_normal(shape).astype(np.float32)
-
-
 def on_every_isa(fn):
-    """Run fn() once per ISA this machine supports, then go back to auto."""
-    try:
-        for isa in ISAS:
-            _C.set_isa(isa)
-            fn(isa)
-    finally:
-        _C.set_isa("auto")
+    _on_every_isa(_C, fn)
 
 
 def assert_close(got, ref, bound, terms, what):

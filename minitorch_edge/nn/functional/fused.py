@@ -49,16 +49,14 @@ import os
 import numpy as np
 
 from ... import backend
-from ...autograd.engine import mark_fresh
 from ...autograd.function import Function
 from ...autograd.grad_mode import _State
 from ...ops import activation as A
-from ...ops.linalg import matmul
 from ...tensor import Tensor
 from ..layers.activation import GELU, ReLU, ReLU6
 from ..layers.conv import Conv2d
 from ..layers.linear import Linear
-from .linear import linear
+from .linear import linear, linear_grads
 
 __all__ = ["linear_act", "can_fuse", "pair_forward"]
 
@@ -99,30 +97,11 @@ class _LinearMasked(Function):
     @staticmethod
     def backward(ctx, grad):
         x, w = ctx.saved_tensors
-        needs = ctx.needs_input_grad
-        lead, n_out = grad._data.shape[:-1], grad._data.shape[-1]
-        rows = math.prod(lead)
-        dx = dw = db = None
-        if not _State.enabled:  # nothing is recorded: the same math on the arrays
-            g = (grad._data * ctx.mask).reshape(rows, n_out)   # (bool mask: keeps the dtype)
-            if needs[0]:
-                dx = backend.matmul(g, w._data).reshape(lead + w._data.shape[1:])
-                dx = Tensor._make(mark_fresh(dx))
-            if needs[1]:
-                xd = x._data
-                dw = Tensor._make(mark_fresh(backend.matmul(g.T, xd.reshape(rows,
-                                                                            xd.shape[-1]))))
-            if needs[2]:
-                db = Tensor._make(mark_fresh(g.sum(0)))
-            return dx, dw, db
-        g = (grad * Tensor._make(ctx.mask.astype(grad._data.dtype))).reshape(rows, n_out)
-        if needs[0]:
-            dx = matmul(g, w).reshape(lead + w._data.shape[1:])
-        if needs[1]:
-            dw = matmul(g.t(), x.reshape(rows, x._data.shape[-1]))
-        if needs[2]:
-            db = g.sum(0)
-        return dx, dw, db
+        if _State.enabled:   # recorded (create_graph): the mask as a constant Tensor factor
+            dz = grad * Tensor._make(ctx.mask.astype(grad._data.dtype))
+        else:                # (a bool mask keeps grad's dtype)
+            dz = Tensor._make(grad._data * ctx.mask)
+        return linear_grads(dz, x, w, ctx.needs_input_grad)
 
 
 def _relu_mask(y):

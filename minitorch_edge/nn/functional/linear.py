@@ -52,30 +52,37 @@ class Addmm(Function):
     @staticmethod
     def backward(ctx, grad):
         x, w = ctx.saved_tensors
-        needs = ctx.needs_input_grad
-        n_out = grad._data.shape[-1]
-        rows = math.prod(grad._data.shape[:-1])
-        dx = dw = db = None
-        if not _State.enabled:  # nothing is recorded: the same math on the arrays, each
-            g = grad._data.reshape(rows, n_out)      # result a new array the engine may adopt
-            if needs[0]:
-                dx = Tensor._make(mark_fresh(backend.matmul(g, w._data).reshape(
-                    grad._data.shape[:-1] + w._data.shape[1:])))
-            if needs[1]:
-                xd = x._data
-                dw = Tensor._make(mark_fresh(backend.matmul(g.T, xd.reshape(rows,
-                                                                            xd.shape[-1]))))
-            if needs[2]:
-                db = Tensor._make(mark_fresh(g.sum(0)))
-            return dx, dw, db
-        g = grad.reshape(rows, n_out)
+        return linear_grads(grad, x, w, ctx.needs_input_grad)
+
+
+def linear_grads(grad, x, w, needs):
+    """(dx, dw, db) of y = x W^T + b for the gradient `grad` of y, each only where `needs` asks:
+    with X = x as (rows, in) and G = grad as (rows, out), dx = G W, dW = G^T X, db = sum_rows G.
+    Written with Tensor ops when the backward is itself recorded (create_graph=True), else on
+    the arrays, each result a new array the engine may adopt."""
+    n_out = grad._data.shape[-1]
+    lead = grad._data.shape[:-1]
+    rows = math.prod(lead)
+    dx = dw = db = None
+    if not _State.enabled:
+        g = grad._data.reshape(rows, n_out)
         if needs[0]:
-            dx = matmul(g, w).reshape(grad._data.shape[:-1] + w._data.shape[1:])
+            dx = Tensor._make(mark_fresh(backend.matmul(g, w._data).reshape(
+                lead + w._data.shape[1:])))
         if needs[1]:
-            dw = matmul(g.t(), x.reshape(rows, x._data.shape[-1]))
+            xd = x._data
+            dw = Tensor._make(mark_fresh(backend.matmul(g.T, xd.reshape(rows, xd.shape[-1]))))
         if needs[2]:
-            db = g.sum(0)
+            db = Tensor._make(mark_fresh(g.sum(0)))
         return dx, dw, db
+    g = grad.reshape(rows, n_out)
+    if needs[0]:
+        dx = matmul(g, w).reshape(lead + w._data.shape[1:])
+    if needs[1]:
+        dw = matmul(g.t(), x.reshape(rows, x._data.shape[-1]))
+    if needs[2]:
+        db = g.sum(0)
+    return dx, dw, db
 
 
 def _fusable(input, weight, bias):
