@@ -20,7 +20,8 @@ The rest is kept out of the loop, each part behind a named helper below it:
 * gradient adoption: a gradient array a backward made fresh for one leaf becomes that leaf's
   ``.grad`` without a copy — `mark_fresh`, `_claim_fresh`, `_adoptable`;
 * hooks and ``retain_grad`` on a node's outputs — `_run_output_hooks`; on a leaf —
-  `_run_leaf_hooks`; ``Node.register_hook`` hooks — `_run_node_hooks`;
+  `_run_leaf_hooks`; ``Node.register_hook`` hooks — `_run_node_hooks`; hooks that run once a
+  leaf's ``.grad`` was accumulated — `register_post_accumulate_grad_hook`;
 * checking what backward returns (count, type, shape; dtype cast), anomaly mode's nan/inf check,
   zeros for the missing gradients of a multi-output node — `_call_backward`, `_check_finite`,
   `_materialize_missing_grads`;
@@ -140,6 +141,8 @@ def _run(root_edges, root_grads, retain_graph, create_graph, targets, accumulate
                 continue                    # a leaf that is not one of the chosen inputs
             if accumulate:
                 _accumulate(leaf, g, create_graph, _adoptable(leaf, g, adopted))
+                if _post_accumulate_hooks:
+                    _run_post_accumulate_hooks(leaf)
     return {} if targets is None else targets.captured
 
 
@@ -273,6 +276,53 @@ def _run_leaf_hooks(leaf, g):
         if new is not None:
             g = new
     return g
+
+
+# ---- post-accumulate-grad hooks ----------------------------------------------------------------
+# id(leaf) -> (weak reference to the leaf, [hook, ...]); an entry goes away with its leaf. (Tensor
+# has __slots__, so the hooks are kept here rather than on the tensor.)
+_post_accumulate_hooks = {}
+
+
+def register_post_accumulate_grad_hook(tensor, hook):
+    """``hook(tensor)`` runs after backward has accumulated a gradient into ``tensor.grad`` (a
+    leaf that requires grad); it must return None (it may read or change ``tensor.grad`` and
+    the tensor in place: an optimizer step fused into backward). It runs for
+    ``backward()``, not for ``autograd.grad`` (which accumulates nothing). Returns a handle
+    with ``remove()``. Tensor.register_post_accumulate_grad_hook is this function."""
+    import weakref
+    from ..tensor import _HookHandle
+    if not tensor._rg:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if tensor._fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    key = id(tensor)
+    entry = _post_accumulate_hooks.get(key)
+    if entry is None or entry[0]() is not tensor:
+        ref = weakref.ref(tensor, lambda _r, k=key: _drop_post_accumulate_hooks(k, _r))
+        entry = _post_accumulate_hooks[key] = (ref, [])
+    entry[1].append(hook)
+    return _HookHandle(entry[1], hook)
+
+
+def _drop_post_accumulate_hooks(key, ref):
+    entry = _post_accumulate_hooks.get(key)
+    if entry is not None and entry[0] is ref:
+        del _post_accumulate_hooks[key]
+
+
+def _run_post_accumulate_hooks(leaf):
+    entry = _post_accumulate_hooks.get(id(leaf))
+    if entry is None or entry[0]() is not leaf:
+        return
+    for hook in list(entry[1]):
+        out = hook(leaf)
+        if out is not None:
+            raise TypeError(f"a post accumulate grad hook must return None, but hook returned "
+                            f"'{type(out).__name__}' (change tensor.grad in place instead)")
+
+
+Tensor.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook
 
 
 # ---- leaves -------------------------------------------------------------------------------------

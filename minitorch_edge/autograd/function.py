@@ -63,6 +63,7 @@ class Node:
     _freed = False
     _stack = None         # forward stack, recorded in anomaly mode
     _tensor_slots = None  # user Functions: which arguments were Tensors (for next_functions)
+    _dirty = None         # user Functions: the inputs forward changed in place (mark_dirty)
     materialize_grads = True
     needs_input_grad = ()
 
@@ -111,6 +112,14 @@ class Node:
 
     def mark_non_differentiable(self, *outputs):
         self._non_diff = [id(o) for o in outputs]
+
+    def mark_dirty(self, *tensors):
+        """Declare the inputs that forward modified in place (a user Function only; call it in
+        forward, once). Each must be returned as an output: apply then returns that very tensor
+        (not an alias), bumps its version counter, and, when recording, rebases its history onto
+        this Function (its grad_fn becomes this node, whose edge for that input still leads to
+        the input's old history), as PyTorch does."""
+        self._dirty = tuple(tensors)
 
     def set_materialize_grads(self, value):
         self.materialize_grads = bool(value)
@@ -227,7 +236,9 @@ class Function:
         finally:
             _State.enabled = prev
         # wrap the results as Tensors
-        result, outputs = _wrap_outputs(cls, out, args)
+        result, outputs = _wrap_outputs(cls, out, args, ctx._dirty)
+        if ctx._dirty is not None:
+            _mark_dirty_outputs(cls, ctx._dirty, args, outputs, record)
         # when recording, ctx becomes the Node behind the outputs
         if record:
             ctx._next = _edges(args, needs)          # where each input's gradient goes
@@ -295,14 +306,14 @@ def _apply_builtin(cls, *args):
     return result
 
 
-def _wrap_outputs(cls, out, args):
+def _wrap_outputs(cls, out, args, dirty=None):
     """forward's result as Tensors: (what apply returns, the tuple of outputs). Views share
     their base's version counter."""
     if isinstance(out, tuple):
-        outputs = tuple([_as_output(o, args) for o in out])
+        outputs = tuple([_as_output(o, args, dirty) for o in out])
         result = outputs
     else:
-        result = _as_output(out, args)
+        result = _as_output(out, args, dirty)
         outputs = (result,)
     if cls.is_view:
         for o in outputs:
@@ -334,14 +345,48 @@ def _share_version(view, base):
         view._base = base._base if base._base is not None else base
 
 
-def _as_output(o, args):
+def _as_output(o, args, dirty=None):
     if isinstance(o, Tensor):
+        if dirty is not None and any(o is d for d in dirty):
+            return o                   # modified in place (mark_dirty): the tensor itself
         if any(o is a for a in args):  # an input returned as is: output a new alias of it
             return Tensor._make(o._data, vc=o._vc)
         return o
     if o is None:
         return None
     return Tensor._make(np.asarray(o))
+
+
+def _mark_dirty_outputs(cls, dirty, args, outputs, record):
+    """mark_dirty, after forward: every dirty tensor must be an output; its version goes up (it
+    was changed in place); when recording, a leaf that requires grad or a view cannot be
+    rebased (PyTorch raises for the leaf; for a view it would rewrite the base's history,
+    which minitorch_edge does not do). `_connect_outputs` then makes the node its grad_fn."""
+    import warnings
+    name = cls.__name__
+    for t in dirty:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{name}: mark_dirty() takes Tensors, got {type(t).__name__}")
+        if not any(t is o for o in outputs):
+            raise RuntimeError("Some elements marked as dirty during the forward method were not "
+                               "returned as output. The inputs that are modified inplace must all "
+                               f"be outputs of the Function ({name}: return the modified input "
+                               "from forward).")
+        if not any(t is a for a in args):
+            warnings.warn("Only input Tensors should be given to ctx.mark_dirty(). If a Tensor "
+                          "is not an input, there is no need to pass it to mark_dirty().")
+            continue
+        t._vc[0] += 1
+        t._vc[1] = name
+        if record and t._data.dtype.kind == "f":
+            if t._fn is None and t._rg:
+                raise RuntimeError(f"a leaf Variable that requires grad has been used in an "
+                                   f"in-place operation. ({name} marked it dirty: pass a clone "
+                                   f"of it, or run the Function under no_grad().)")
+            if t._base is not None:
+                raise RuntimeError(f"{name}: an input marked dirty is a view of another tensor; "
+                                   f"rebasing a view's history is not supported while autograd "
+                                   f"records. Pass a clone() of the view instead.")
 
 
 def _connect_outputs(ctx, cls, raw_out, outputs):

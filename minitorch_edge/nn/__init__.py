@@ -15,7 +15,8 @@ from . import modules, parallel  # noqa: F401,E402  (torch.nn.modules / nn.paral
 from .parallel import DataParallel  # noqa: F401,E402
 
 _LAYER_MODULES = ["linear", "activation", "conv", "pooling", "normalization", "dropout",
-                  "sparse", "upsampling", "attention", "transformer", "loss", "rnn"]
+                  "sparse", "upsampling", "attention", "transformer", "loss", "rnn", "padding",
+                  "distance"]
 for _name in _LAYER_MODULES:
     _mod = importlib.import_module(f".layers.{_name}", __name__)
     for _cls in _mod.__all__:

@@ -414,3 +414,6 @@ class Module:
             else:
                 main += "\n  " + "\n  ".join(lines) + "\n"
         return main + ")"
+
+
+from . import _backward_hooks  # noqa: E402,F401  (Module.register_full_backward_hook / _pre_hook)

@@ -12,13 +12,13 @@ from ...ops.softmax import softmax, log_softmax  # noqa: F401
 from ...ops.rearrange import pad  # noqa: F401
 
 _MODULES = ["linear", "conv", "pooling", "normalization", "dropout", "sparse", "upsampling",
-            "attention", "loss"]
+            "attention", "loss", "distance", "padding"]   # padding.pad replaces ops' pad
 for _name in _MODULES:
     _mod = importlib.import_module(f".{_name}", __name__)
     for _fn in _mod.__all__:
         globals()[_fn] = getattr(_mod, _fn)
 
-from ..layers.activation import prelu, softmin  # noqa: E402,F401
+from ..layers.activation import glu, prelu, softmin  # noqa: E402,F401
 from ...ops.unary import sigmoid, tanh  # noqa: E402,F401  (torch.nn.functional keeps these too)
 
 

@@ -1,5 +1,6 @@
 """Pooling: max and average over sliding windows (max_pool*, avg_pool*) and over a fixed
-number of output cells (adaptive_*), 1-D and 2-D.
+number of output cells (adaptive_*), 1-D and 2-D; and max_unpool*, which puts pooled maxima
+back at the positions max_pool*(return_indices=True) found them (zeros elsewhere).
 
 Sliding windows (kernel k, stride s, padding p, dilation d) give
 (L + 2p - d(k-1) - 1) // s + 1 outputs per dim (rounded up with ceil_mode, as long as the last
@@ -13,6 +14,7 @@ Gradients (each a Function, so double backward works):
   the adjoint of the pooling; so the backward of that is the pooling again.
 * adaptive average pooling is a product with two constant averaging matrices (A_h x A_w^T) and
   differentiates through matmul.
+* max unpooling is a scatter by the given indices (MaxUnpool2D); its gradient gathers at them.
 1-D pooling runs the 2-D kernels on a height-1 image.
 """
 import operator
@@ -26,7 +28,8 @@ from ...tensor import Tensor
 from ...ops._util import ntuple, shape_str
 
 __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
-           "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d"]
+           "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "max_unpool1d",
+           "max_unpool2d"]
 
 
 # ---- the Functions ------------------------------------------------------------------------------
@@ -104,6 +107,31 @@ class AvgPool2DBackward(Function):
     @staticmethod
     def backward(ctx, ggx):
         return AvgPool2D.apply(ggx, ctx.params), None, None
+
+
+class MaxUnpool2D(Function):
+    """y = zeros(N, C, oH, oW) with y.flat_plane[idx[n, c, k]] = x[n, c, k] (a later duplicate
+    index wins). dx[n, c, k] = dy.flat_plane[idx[n, c, k]], a gather (Tensor ops, so it is
+    differentiable again)."""
+    _builtin = True
+
+    @staticmethod
+    def forward(ctx, x, idx, out_hw):
+        n, c = x._data.shape[:2]
+        if ctx.needs_input_grad:
+            ctx.info = (idx, x._data.shape)
+        out = np.zeros((n * c, out_hw[0] * out_hw[1]), x._data.dtype)
+        rows = np.arange(n * c)[:, None]
+        out[rows, idx.reshape(n * c, -1)] = x._data.reshape(n * c, -1)
+        return out.reshape((n, c) + tuple(out_hw))
+
+    @staticmethod
+    def backward(ctx, grad):
+        idx, x_shape = ctx.info
+        n, c = x_shape[:2]
+        flat = grad.reshape((n * c, -1))
+        index = Tensor._make(idx.reshape(n * c, -1))
+        return flat.gather(1, index).reshape(x_shape), None, None
 
 
 # ---- argument checking --------------------------------------------------------------------------
@@ -304,3 +332,78 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
 def adaptive_max_pool1d(input, output_size, return_indices=False):
     """Adaptive max pooling of (N, C, L) or (C, L) to output_size positions."""
     return _adaptive_max(input, output_size, return_indices, 1, "adaptive_max_pool1d")
+
+
+# ---- max unpooling ----------------------------------------------------------------------------
+def _unpool_size(input, kernel, stride, padding, output_size, nd, op):
+    """The spatial output size: (in - 1) * stride - 2 * padding + kernel per dim, or
+    output_size (nd sizes, or nd + 2 with batch and channel), which must lie strictly within
+    one stride of that."""
+    sizes = input._data.shape[-nd:]
+    default = [(n - 1) * s - 2 * p + k for n, k, s, p in zip(sizes, kernel, stride, padding)]
+    if output_size is None:
+        return tuple(default)
+    out = [operator.index(v) for v in output_size]
+    if len(out) == nd + 2:
+        out = out[2:]
+    if len(out) != nd:
+        raise ValueError(f"{op}: output_size should be a sequence containing {nd} or {nd + 2} "
+                         f"elements, but it has a length of '{len(out)}'")
+    for d, (o, dflt, s) in enumerate(zip(out, default, stride)):
+        if not dflt - s < o < dflt + s:
+            raise ValueError(f"{op}: invalid output_size \"{tuple(output_size)}\" (dim {d} must "
+                             f"be between {dflt - s} and {dflt + s})")
+    return tuple(out)
+
+
+def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd, op):
+    if not isinstance(input, Tensor) or not isinstance(indices, Tensor):
+        raise TypeError(f"{op}: input and indices must be Tensors")
+    x_shape = tuple(input._data.shape)
+    if len(x_shape) not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{op}: Input to max_unpooling{nd}d should be a {nd + 1}d or "
+                           f"{nd + 2}d Tensor, but got a tensor with {len(x_shape)} dimensions "
+                           f"(shape {x_shape})")
+    if input._data.dtype.kind != "f":
+        raise NotImplementedError(f"{op}: not implemented for {input.dtype.name} input; "
+                                  f"convert it with .float()")
+    if indices._data.dtype != np.int64:
+        raise RuntimeError(f"{op}: elements in indices should be type int64 but got: "
+                           f"{indices.dtype.name} (pass the indices max_pool{nd}d("
+                           f"return_indices=True) gives)")
+    if tuple(indices._data.shape) != x_shape:
+        raise RuntimeError(f"{op}: Expected shape of indices to be same as that of the input "
+                           f"tensor ({list(x_shape)}) but got indices tensor with shape: "
+                           f"{list(indices._data.shape)}")
+    kernel = ntuple(kernel_size, nd, "kernel_size", op)
+    stride = kernel if stride is None or (isinstance(stride, (tuple, list)) and not stride) \
+        else ntuple(stride, nd, "stride", op)
+    padding = ntuple(padding, nd, "padding", op)
+    out = _unpool_size(input, kernel, stride, padding, output_size, nd, op)
+    idx = indices._data
+    plane = int(np.prod(out))
+    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= plane):
+        bad = int(idx.min()) if int(idx.min()) < 0 else int(idx.max())
+        raise RuntimeError(f"{op}: Found an invalid max index: {bad} (output volumes are of "
+                           f"size {'x'.join(map(str, out))})")
+    batched = len(x_shape) == nd + 2
+    x, i = _as_4d(input, batched, nd), _as_4d(indices, batched, nd)
+    y = MaxUnpool2D.apply(x, i._data, _lift(out, nd, 1))
+    return _from_4d(y, batched, nd)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool2d: y = zeros of shape (N, C, oH, oW) (or (C, oH, oW))
+    with y.flat[indices[k]] = input[k] per plane, where `indices` are the flat positions
+    h * oW + w that max_pool2d(return_indices=True) gives. oH = (H - 1) * stride - 2 * padding +
+    kernel_size unless output_size says otherwise (within one stride of that). Gradient:
+    dinput = dy read at the indices."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2,
+                       "max_unpool2d")
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool1d for (N, C, L) or (C, L) input: y = zeros with
+    y[indices[k]] = input[k] along L; see max_unpool2d."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1,
+                       "max_unpool1d")

@@ -1,19 +1,24 @@
-"""Lookups by integer index: ``embedding`` (rows of a weight matrix picked by token id) and
-``one_hot``.
+"""Lookups by integer index: ``embedding`` (rows of a weight matrix picked by token id),
+``embedding_bag`` (the sum, mean or max of the rows of each bag of ids) and ``one_hot``.
 
 embedding is one Function, `Embedding`: the forward is a row gather, W[idx]; the
 backward scatters each output gradient back onto the row it came from, adding up repeats,
 which is its adjoint, `EmbeddingGrad`. Each is the other's backward, so gradients of gradients
 work. The row `padding_idx` receives no gradient; scale_grad_by_freq divides each row's
 gradient by how often the row occurs in the batch.
+
+embedding_bag is composed: the rows are looked up with `Embedding`, scaled by the per-sample
+weights, then reduced per bag, as a product with a constant (bags x positions) matrix for sum and
+mean, or a gather of each bag's maximum (per column) for max. Gradients come from those ops.
 """
 import numpy as np
 
 from ...autograd.function import Function
 from ...backend.prepared import wrote as _wrote
+from ...ops.join import cat
 from ...tensor import Tensor
 
-__all__ = ["embedding", "one_hot"]
+__all__ = ["embedding", "embedding_bag", "one_hot"]
 
 
 def _position_weights(idx, num, padding_idx, scale_grad_by_freq):
@@ -125,6 +130,133 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         _renorm_rows(weight, idx, max_norm, norm_type)
     factors = _position_weights(idx, num, padding_idx, scale_grad_by_freq)
     return Embedding.apply(weight, idx, factors)
+
+
+# ---- embedding_bag ------------------------------------------------------------------------------
+def _bag_bounds(input, offsets, include_last_offset, who):
+    """(flat int64 indices, per-bag (start, end) arrays) for embedding_bag's input forms: 2-D
+    (B, N) = B bags of N ids (offsets must be None), or 1-D ids with 1-D `offsets` (bag b starts
+    at offsets[b]; with include_last_offset the last offset is the end of the last bag)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{who}: expected the indices as a Tensor, got {type(input).__name__}")
+    if input._data.ndim == 2:
+        if offsets is not None:
+            raise ValueError(f"{who}: if input is 2D, then offsets has to be None, as input is "
+                             f"treated is a mini-batch of fixed length sequences. However, found "
+                             f"offsets of type {type(offsets).__name__}")
+        b, n = input._data.shape
+        starts = np.arange(b, dtype=np.int64) * n
+        return input._data.reshape(-1), starts, starts + n
+    if input._data.ndim != 1:
+        raise ValueError(f"{who}: input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input._data.ndim} (shape {tuple(input._data.shape)})")
+    if offsets is None or not isinstance(offsets, Tensor):
+        raise ValueError(f"{who}: offsets has to be a 1D Tensor but got "
+                         f"{'None' if offsets is None else type(offsets).__name__} (with 1-D "
+                         f"input, pass the start of each bag)")
+    o = offsets._data
+    if o.ndim != 1:
+        raise ValueError(f"{who}: offsets has to be a 1D Tensor, got shape {tuple(o.shape)}")
+    if o.dtype.kind not in "iu":
+        raise RuntimeError(f"{who}: expected offsets of an integer dtype (int64 or int32), got "
+                           f"{offsets.dtype.name}")
+    length = input._data.shape[0]
+    o = o.astype(np.int64)
+    if o.size and o[0] != 0:
+        raise RuntimeError(f"{who}: offsets[0] has to be 0, i.e., the first sequence in the "
+                           f"mini-batch has to start from position 0. However, got {int(o[0])}")
+    if o.size and o[-1] > length:
+        raise RuntimeError(f"{who}: offsets[-1] can not be greater than input's length {length} "
+                           f"but got offsets[-1] of {int(o[-1])}")
+    if o.size and (np.diff(o) < 0).any():
+        raise RuntimeError(f"{who}: offsets must be non-decreasing (each bag starts where or "
+                           f"after the previous one does), got {o.tolist()}")
+    if include_last_offset:
+        return input._data, o[:-1], o[1:]
+    return input._data, o, np.append(o[1:], length)
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
+                  scale_grad_by_freq=False, mode="mean", sparse=False, per_sample_weights=None,
+                  include_last_offset=False, padding_idx=None):
+    """out[b] = reduce over the ids i of bag b of w_i * weight[i] (B, D), where the bags are the
+    rows of a 2-D input or the slices input[offsets[b]:offsets[b+1]] of a 1-D one. mode: 'sum',
+    'mean' (sum / number of ids) or 'max' (per column); w_i = per_sample_weights (mode 'sum'
+    only, same shape as input), else 1. Ids equal to padding_idx are left out (not counted by
+    'mean'); an empty bag gives zeros. max_norm renormalises the looked-up rows in place, as
+    embedding does. sparse=True is accepted; the gradient is dense. Gradients: dweight[i] +=
+    w_i * dy[b] (sum), dy[b] / count_b (mean), or dy[b, d] at the row that won column d (max);
+    dw_i = weight[i] . dy[b]; scale_grad_by_freq divides row i's gradient by how often i occurs
+    in the input."""
+    who = "embedding_bag"
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"{who}: mode has to be one of sum, mean or max, got {mode!r}")
+    if not isinstance(weight, Tensor) or weight._data.ndim != 2 or weight._data.dtype.kind != "f":
+        what = (f"{weight.dtype.name} tensor of shape {tuple(weight.shape)}"
+                if isinstance(weight, Tensor) else type(weight).__name__)
+        raise RuntimeError(f"{who}: weight must be a 2-D floating point tensor (num_embeddings x "
+                           f"embedding_dim), got {what}")
+    if per_sample_weights is not None:
+        if mode != "sum":
+            raise NotImplementedError(f"{who}: per_sample_weights was not None. "
+                                      f"per_sample_weights is only supported for mode='sum' (got "
+                                      f"mode='{mode}').")
+        if tuple(per_sample_weights.shape) != tuple(input.shape):
+            raise ValueError(f"{who}: If per_sample_weights ({tuple(per_sample_weights.shape)}) "
+                             f"is not None, then it must have the same shape as the input "
+                             f"({tuple(input.shape)})")
+        if per_sample_weights._data.dtype != weight._data.dtype:
+            raise RuntimeError(f"{who}: per_sample_weights ({per_sample_weights.dtype.name}) must "
+                               f"have the dtype of weight ({weight.dtype.name})")
+    if scale_grad_by_freq and mode == "max":
+        raise ValueError(f"{who}: max mode does not support scaling the gradient by the "
+                         f"frequency")
+    idx, starts, ends = _bag_bounds(input, offsets, include_last_offset, who)
+    num, dim = weight._data.shape
+    if idx.dtype.kind not in "iu":
+        raise RuntimeError(f"{who}: expected the indices to have an integer dtype (int64 or "
+                           f"int32), but got {input.dtype.name}; convert with .long()")
+    if idx.size and (idx.min() < 0 or idx.max() >= num):
+        k = int(np.argmax((idx < 0) | (idx >= num)))
+        raise RuntimeError(f"{who}: Index {k} of input takes value {int(idx[k])} which is not in "
+                           f"the valid range [0, {num})")
+    if padding_idx is not None:
+        if not -num <= padding_idx < num:
+            raise RuntimeError(f"{who}: padding_idx must be within the number of embeddings, "
+                               f"{-num} through {num - 1}, but got {padding_idx}")
+        padding_idx %= num
+    idx = idx.astype(np.int64)
+    if max_norm is not None:
+        _renorm_rows(weight, idx, max_norm, norm_type)
+    rows = Embedding.apply(weight, idx, _position_weights(idx, num, None, scale_grad_by_freq))
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.reshape((-1, 1))
+    keep = np.ones(idx.shape, bool) if padding_idx is None else idx != padding_idx
+    bag_of = np.repeat(np.arange(len(starts)), ends - starts)       # the bag of each position
+    pos = np.concatenate([np.arange(s, e) for s, e in zip(starts, ends)] or [np.zeros(0, int)])
+    pos, bag_of = pos[keep[pos]], bag_of[keep[pos]]
+    if mode == "max":
+        return _bag_max(rows, pos, bag_of, len(starts), dim)
+    select = np.zeros((len(starts), idx.size), weight._data.dtype)
+    if mode == "sum":
+        select[bag_of, pos] = 1
+    else:
+        counts = np.bincount(bag_of, minlength=len(starts))
+        select[bag_of, pos] = 1.0 / counts[bag_of]
+    return Tensor._make(select).matmul(rows)
+
+
+def _bag_max(rows, pos, bag_of, bags, dim):
+    """Per bag and column, the maximum of the bag's rows (the first one on ties), as a gather
+    from rows with a zero row appended for empty bags."""
+    r = rows._data
+    winner = np.full((bags, dim), r.shape[0], np.int64)       # row r.shape[0]: the zero row
+    for b in range(bags):
+        p = pos[bag_of == b]
+        if p.size:
+            winner[b] = p[np.argmax(r[p], axis=0)]
+    padded = cat([rows, Tensor._make(np.zeros((1, dim), r.dtype))], 0)
+    return padded.gather(0, Tensor._make(winner))
 
 
 def one_hot(tensor, num_classes=-1):

@@ -5,23 +5,32 @@
 PReLU is the one activation with a parameter: y = x for x > 0, else a*x, with one learnable
 slope `a` (``weight``) per channel (dim 1) or one shared slope. Its functional form `prelu` lives
 here and is composed of Tensor ops (a where and a multiply), so it needs no Function.
+
+GLU (gated linear unit) halves its input along a dim into (a, b) and gives a * sigmoid(b); its
+functional form `glu` lives here too, one Function (`Glu`, PyTorch's GluBackward0) whose
+backward is written with Tensor ops.
 """
 import warnings
 
+import numpy as np
+
 from ... import creation
+from ...autograd.function import Function
 from ...autograd.grad_mode import no_grad
 from ...ops import activation as A
+from ...ops._util import norm_dim
+from ...ops.join import cat
 from ...ops.elementwise import where
 from ...ops.softmax import log_softmax, softmax
-from ...ops.unary import sigmoid, tanh
+from ...ops.unary import _sigmoid, sigmoid, tanh
 from ...tensor import Tensor
 from ..module import Module
 from ..parameter import Parameter
 
 __all__ = ["ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Sigmoid",
            "Tanh", "Softmax", "LogSoftmax", "Softmin", "Hardswish", "Hardsigmoid", "Hardtanh",
-           "Softplus", "LogSigmoid", "Softsign", "Tanhshrink", "Threshold", "PReLU"]
-# prelu and softmin (below) are functional forms: nn.functional re-exports them, not nn
+           "Softplus", "LogSigmoid", "Softsign", "Tanhshrink", "Threshold", "PReLU", "GLU"]
+# prelu, softmin and glu (below) are functional forms: nn.functional re-exports them, not nn
 
 
 def _inplace_repr(inplace):
@@ -300,3 +309,61 @@ class PReLU(Module):
 
     def extra_repr(self):
         return f"num_parameters={self.num_parameters}"
+
+
+# ---- GLU ----------------------------------------------------------------------------------------
+class Glu(Function):
+    """y = a * sigmoid(b), where (a, b) are the two halves of x along `dim`.
+    dx = cat(dy * s, dy * a * s * (1 - s)) along dim, with s = sigmoid(b); written with Tensor
+    ops, so it is differentiable again."""
+    _builtin = True
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(x)
+            ctx.dim = dim
+        a, b = np.split(x._data, 2, axis=dim)
+        return a * _sigmoid(b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, = ctx.saved_tensors
+        a, b = x.chunk(2, ctx.dim)
+        s = sigmoid(b)
+        gs = grad * s
+        return cat([gs, gs * a * (1 - s)], ctx.dim), None
+
+
+def glu(input, dim=-1):
+    """Gated linear unit: split `input` in two halves (a, b) along `dim` (its size must be even)
+    and return a * sigmoid(b), half the size along dim. Gradient: da = dy * sigmoid(b),
+    db = dy * a * sigmoid(b) * (1 - sigmoid(b))."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"glu(): argument 'input' must be a Tensor, not {type(input).__name__}")
+    if input._data.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = norm_dim(dim, input._data.ndim, "glu")
+    n = input._data.shape[d]
+    if n % 2:
+        raise RuntimeError(f"glu: Halving dimension must be even, but dimension {d} is size {n} "
+                           f"(input of shape {tuple(input._data.shape)})")
+    if input._data.dtype.kind != "f":
+        raise NotImplementedError(f"glu: not implemented for {input.dtype.name} input; convert "
+                                  f"it with .float()")
+    return Glu.apply(input, d)
+
+
+class GLU(Module):
+    """a * sigmoid(b) for the two halves (a, b) of the input along `dim` (see glu):
+    (*, 2N, *) -> (*, N, *)."""
+
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return glu(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"

@@ -1,4 +1,5 @@
-"""Pooling layers: MaxPool1d/2d, AvgPool1d/2d, AdaptiveAvgPool1d/2d, AdaptiveMaxPool1d/2d.
+"""Pooling layers: MaxPool1d/2d, AvgPool1d/2d, AdaptiveAvgPool1d/2d, AdaptiveMaxPool1d/2d, and
+MaxUnpool1d/2d (the partial inverse of max pooling, fed the pooling's indices).
 
 They hold no parameters: each stores its arguments (as PyTorch does, so ``extra_repr`` prints
 them the same way) and calls the function of the same name in nn/functional/pooling.py, where
@@ -8,7 +9,8 @@ from ..functional import pooling as _F
 from ..module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
-           "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
+           "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "MaxUnpool1d",
+           "MaxUnpool2d"]
 
 
 class _MaxPoolNd(Module):
@@ -131,4 +133,37 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
 
 class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
     """Maximum of each of output_size cells of (N, C, L) or (C, L) inputs."""
+    _nd = 1
+
+
+class _MaxUnpoolNd(Module):
+    _nd = 2
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        self.kernel_size = _ntuple(kernel_size, self._nd)
+        self.stride = _ntuple(stride if stride is not None else kernel_size, self._nd)
+        self.padding = _ntuple(padding, self._nd)
+
+    def forward(self, input, indices, output_size=None):
+        return _F._max_unpool(input, indices, self.kernel_size, self.stride, self.padding,
+                              output_size, self._nd, type(self).__name__)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+def _ntuple(v, n):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """Scatter (N, C, H, W) or (C, H, W) maxima back to the positions MaxPool2d(...,
+    return_indices=True) took them from, zeros elsewhere (see F.max_unpool2d);
+    call it as ``unpool(output, indices, output_size=None)``."""
+    _nd = 2
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """Scatter (N, C, L) or (C, L) maxima back to their positions (see F.max_unpool1d)."""
     _nd = 1

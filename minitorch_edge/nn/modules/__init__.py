@@ -5,13 +5,14 @@ lives in minitorch_edge (nn/layers/*.py, nn/module.py, nn/containers.py) and re-
 classes are the very same objects as ``nn.<Name>``. Every public name is also here, as in
 ``torch.nn.modules.Linear``.
 """
-from . import (activation, batchnorm, container, conv, dropout, flatten,  # noqa: F401
-               instancenorm, linear, loss, module, normalization, pixelshuffle, pooling, rnn,
-               sparse, transformer, upsampling)
+from . import (activation, batchnorm, container, conv, distance, dropout,  # noqa: F401
+               flatten, instancenorm, linear, loss, module, normalization, padding,
+               pixelshuffle, pooling, rnn, sparse, transformer, upsampling)
 from .activation import *  # noqa: F401,F403
 from .batchnorm import *  # noqa: F401,F403
 from .container import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
+from .distance import *  # noqa: F401,F403
 from .dropout import *  # noqa: F401,F403
 from .flatten import *  # noqa: F401,F403
 from .instancenorm import *  # noqa: F401,F403
@@ -19,6 +20,7 @@ from .linear import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .module import *  # noqa: F401,F403
 from .normalization import *  # noqa: F401,F403
+from .padding import *  # noqa: F401,F403
 from .pixelshuffle import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
