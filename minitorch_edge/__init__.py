@@ -19,6 +19,8 @@ from .autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled,  # noqa
                                  inference_mode, is_grad_enabled, is_inference_mode_enabled)
 from . import ops  # noqa: F401  (attaches the op methods to Tensor)
 from .ops import *  # noqa: F401,F403
+from . import linalg  # noqa: E402,F401  (torch.linalg: norms, inv, det, solve, qr, svd, eigh, ...)
+from .nn.functional.distance import cdist, pdist, cosine_similarity, pairwise_distance  # noqa: E402,F401
 from . import backend  # noqa: F401
 from .backend import set_num_threads, get_num_threads  # noqa: F401
 from ._format import set_printoptions  # noqa: F401

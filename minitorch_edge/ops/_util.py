@@ -292,3 +292,63 @@ def sum_to(grad, shape):
     if lead or grad._data.shape != shape:
         grad = grad.reshape(shape)
     return grad
+
+
+def write_out(result, out, op):
+    """PyTorch's ``out=`` argument: `result` (a Tensor, or a tuple of them with `out` a tuple of
+    the same length) copied into `out`, which is returned. `out` needs the result's dtype; one
+    of another shape is resized (with PyTorch's warning when it was not empty). As in PyTorch,
+    out= cannot be combined with autograd: a result that requires grad raises."""
+    if out is None:
+        return result
+    from ..autograd.grad_mode import _State
+    results = result if isinstance(result, tuple) else (result,)
+    outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    if len(outs) != len(results):
+        raise TypeError(f"{op}(): out must be a tuple of {len(results)} tensors, got "
+                        f"{len(outs)}")
+    for r, o in zip(results, outs):
+        if not isinstance(o, Tensor):
+            raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(o).__name__}")
+        if _State.enabled and (r._rg or o._rg):
+            raise RuntimeError(f"{op}(): functions with out=... arguments don't support "
+                               f"automatic differentiation, but one of the arguments requires "
+                               f"grad.")
+        if o._data.dtype != r._data.dtype:
+            raise RuntimeError(f"{op}: Expected out tensor to have dtype {r.dtype.name}, but got "
+                               f"{o.dtype.name} instead (pass an out tensor of that dtype)")
+    import warnings
+    for r, o in zip(results, outs):
+        if o._data.shape != r._data.shape:
+            if o._data.size:
+                warnings.warn(f"An output with one or more elements was resized since it had "
+                              f"shape {list(o._data.shape)}, which does not match the required "
+                              f"output shape {list(r._data.shape)}. This behavior is "
+                              f"deprecated, and in a future PyTorch release outputs will not be "
+                              f"resized unless they have zero elements. You can explicitly "
+                              f"reuse an out tensor t by resizing it, inplace, to zero elements "
+                              f"with t.resize_(0).", UserWarning, stacklevel=3)
+            o.resize_(*r._data.shape)
+        np.copyto(o._data, r._data)
+        o._vc[0] += 1
+        o._vc[1] = op
+    return out if isinstance(result, tuple) else outs[0]
+
+
+def accepts_out(op):
+    """Decorator: give a function PyTorch's keyword ``out=`` (see `write_out`); a named-tuple
+    result keeps its type."""
+    import functools
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def with_out(*args, out=None, **kwargs):
+            result = fn(*args, **kwargs)
+            if out is None:
+                return result
+            if isinstance(result, tuple):
+                written = write_out(tuple(result), out, op)
+                return type(result)(*written) if hasattr(result, "_fields") else written
+            return write_out(result, out, op)
+        return with_out
+    return wrap

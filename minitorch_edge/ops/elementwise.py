@@ -10,6 +10,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.function import Function
 from ..tensor import Tensor
+from ._layout import layout_copy
 from ._util import (_cast, as_tensor, checked_scalar, is_float, promote, scalar_operand,
                     sum_to, tensor_method)
 
@@ -453,16 +454,20 @@ class ToCopy(Function):
 
 
 class Clone(Function):
-    """A copy with its own memory.  dy/dx = 1."""
+    """A copy with its own memory.  dy/dx = 1.
+    `memory_format` picks the copy's strides (see _layout.py); without it (internal uses such
+    as contiguous()) the copy is row-major."""
     _builtin = True
 
     @staticmethod
-    def forward(ctx, a):
-        return a._data.copy()
+    def forward(ctx, a, memory_format="contiguous_format"):
+        if memory_format == "contiguous_format":
+            return a._data.copy()
+        return layout_copy(a._data, memory_format)
 
     @staticmethod
     def backward(ctx, grad):
-        return grad
+        return grad, None
 
 
 # ---- functions and Tensor methods ------------------------------------------------------------
@@ -629,7 +634,13 @@ def lerp(input, end, weight):
 
 
 def clone(input, memory_format=None):
-    return Clone.apply(input)
+    """A copy of input (differentiable: dy/dx = 1). memory_format: None or preserve_format
+    (the default: a dense input keeps its strides, e.g. a transposed tensor's clone is
+    transposed; see _layout.py), contiguous_format (row-major), channels_last (4-D),
+    channels_last_3d (5-D)."""
+    from ..tensor import check_memory_format
+    fmt = check_memory_format(memory_format, input._data.ndim)
+    return Clone.apply(input, "preserve_format" if fmt is None else fmt.name)
 
 
 subtract, multiply, divide, true_divide = sub, mul, div, div

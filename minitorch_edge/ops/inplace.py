@@ -24,7 +24,7 @@ from ..backend.prepared import wrote as _wrote
 from ..tensor import Tensor
 from . import compare as C
 from . import elementwise as E
-from ._util import checked_scalar, is_float, scalar_operand, tensor_method
+from ._util import checked_scalar, is_float, scalar_operand
 
 __all__ = []
 

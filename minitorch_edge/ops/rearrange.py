@@ -136,8 +136,20 @@ class Triu(Tril):
 
 # ---- flips, rotations, rolls ----------------------------------------------------------------
 @tensor_method("flip")
-def flip(input, *dims):
-    """Reverse the order of elements along `dims` (a copy, as PyTorch)."""
+def flip(input, *dims, **kwargs):
+    """Reverse the order of elements along `dims` (a copy, as PyTorch): ``flip(0, 1)``,
+    ``flip((0, 1))`` or ``flip(dims=[0, 1])``.  dx = dy flipped back."""
+    if kwargs:
+        if set(kwargs) != {"dims"} or dims:
+            bad = ", ".join(sorted(set(kwargs) - {"dims"})) or "dims (given twice)"
+            raise TypeError(f"flip() got an unexpected keyword argument {bad}")
+        dims = kwargs["dims"]
+        if not isinstance(dims, (tuple, list)):
+            raise TypeError(f"flip(): argument 'dims' must be tuple of ints, not "
+                            f"{type(dims).__name__}")
+        dims = (tuple(dims),)
+    if not dims:
+        raise TypeError('flip() missing 1 required positional arguments: "dims"')
     dims = _shape_args(dims)
     return Flip.apply(input, norm_dims(dims, input._data.ndim, "flip"))
 
