@@ -1,12 +1,25 @@
-"""Training-step speed: milliseconds per forward + backward + SGD(momentum=0.9) step, ours vs
-PyTorch at one thread, and where our step spends its time.
+"""Training-step speed: milliseconds per forward + backward + optimizer step, ours vs PyTorch
+at one thread, and where our step spends its time.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/train_step.py [--json out.json]
-        [--steps 50] [--warmup 10] [--models mlp,cnn] [--threads 1 2]
+        [--steps 50] [--warmup 10] [--models mlp,cnn,transformer] [--threads 1 2]
 
-Models: MLP 784-256-10 on a batch of 128 flattened images, SmallCNN on a batch of 64 1x28x28
-images; cross-entropy loss; both frameworks start from the same weights (ours copied into the
-PyTorch twin) and see the same batch. Each figure is the median over ``--steps`` steps after
+Models (cross-entropy loss over 10 classes each):
+
+    mlp          MLP 784-256-10 on a batch of 128 flattened images; SGD(momentum=0.9)
+    cnn          SmallCNN on a batch of 64 1x28x28 images; SGD(momentum=0.9)
+    transformer  nn.TransformerEncoder of 2 post-norm TransformerEncoderLayer(d_model=64,
+                 nhead=4, dim_feedforward=128, dropout=0.0, batch_first=True), the output
+                 mean-pooled over the sequence into a Linear(64, 10) head, on a batch of 32
+                 sequences of 32 float vectors; Adam(lr=1e-3). (dropout=0.0 so that both
+                 frameworks compute the same thing.)
+
+Both frameworks start from the same weights (ours copied into the PyTorch twin) and see the
+same batch; the first step's loss and updated weights are compared. (With Adam the weights can
+differ by a few percent of lr after it: Adam's first step is about lr * sign(grad), so a
+parameter whose gradient is zero up to rounding -- the key bias of attention, whose gradient
+is exactly zero in real arithmetic -- moves by +-lr on noise, in either framework.) Each
+figure is the median over ``--steps`` steps after
 ``--warmup`` steps. Threads (``--threads 1 2`` measures each count; default 1):
 ``torch.set_num_threads(n)``, our ``set_num_threads(n)`` (native kernels) and numpy's BLAS
 (OPENBLAS_NUM_THREADS, and threadpoolctl when installed).
@@ -174,6 +187,24 @@ def median_ms(step, steps, warmup):
 
 
 # ---- the cases -----------------------------------------------------------------------------------
+class SeqClassifier(nn.Module):
+    """The transformer case: encoder -> mean over the sequence -> Linear head (ours)."""
+
+    def __init__(self, d_model=64, nhead=4, dim_feedforward=128, num_layers=2, classes=10):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout=0.0,
+                                           batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, num_layers, enable_nested_tensor=False)
+        self.head = nn.Linear(d_model, classes)
+
+    def forward(self, x):
+        return self.head(self.encoder(x).mean(1))
+
+
+LABELS = {"mlp": "MLP 784-256-10, batch 128", "cnn": "SmallCNN 1x28x28, batch 64",
+          "transformer": "Transformer 2x(d64, 4 heads, ff128), batch 32 x seq 32, Adam"}
+
+
 def build_cases(names, rng):
     cases = []
     for name in names:
@@ -182,8 +213,10 @@ def build_cases(names, rng):
             ours, batch, shape = models.MLP(784, (256,), 10), 128, (784,)
         elif name == "cnn":
             ours, batch, shape = models.SmallCNN(1, 10), 64, (1, 28, 28)
+        elif name == "transformer":
+            ours, batch, shape = SeqClassifier(), 32, (32, 64)
         else:
-            raise SystemExit(f"unknown model {name!r}; choose from mlp, cnn")
+            raise SystemExit(f"unknown model {name!r}; choose from {', '.join(LABELS)}")
         x = rng.standard_normal((batch,) + shape).astype(np.float32)
         y = rng.integers(0, 10, batch)
         theirs = None
@@ -191,9 +224,7 @@ def build_cases(names, rng):
             theirs = _torch_model(name)
             theirs.load_state_dict({k: torch.from_numpy(np.array(v.numpy()))
                                     for k, v in ours.state_dict().items()})
-        label = "MLP 784-256-10, batch 128" if name == "mlp" else \
-            "SmallCNN 1x28x28, batch 64"
-        cases.append((name, label, ours, theirs, x, y))
+        cases.append((name, LABELS[name], ours, theirs, x, y))
     return cases
 
 
@@ -210,6 +241,18 @@ def _torch_model(name):
                 return self.layers(x)
         return MLP()
 
+    if name == "transformer":
+        class SeqClassifier(tnn.Module):
+            def __init__(self):
+                super().__init__()
+                layer = tnn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, batch_first=True)
+                self.encoder = tnn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+                self.head = tnn.Linear(64, 10)
+
+            def forward(self, x):
+                return self.head(self.encoder(x).mean(1))
+        return SeqClassifier()
+
     class SmallCNN(tnn.Module):
         def __init__(self):
             super().__init__()
@@ -222,15 +265,25 @@ def _torch_model(name):
     return SmallCNN()
 
 
-def run_case(case, steps, warmup, lr=0.01):
+def _optimizers(name, ours, theirs):
+    """The case's optimizer for ours and (when given) for the PyTorch twin, and its name."""
+    if name == "transformer":
+        make, kw, opt_name = "Adam", dict(lr=1e-3), "Adam"
+    else:
+        make, kw, opt_name = "SGD", dict(lr=0.01, momentum=0.9), "SGD momentum"
+    opt = getattr(optim, make)(ours.parameters(), **kw)
+    topt = None if theirs is None else getattr(torch.optim, make)(theirs.parameters(), **kw)
+    return opt, topt, opt_name
+
+
+def run_case(case, steps, warmup):
     name, label, ours, theirs, x, y = case
     result = {"model": name, "label": label}
     ox, oy = mte.tensor(x), mte.tensor(y)
-    opt = optim.SGD(ours.parameters(), lr=lr, momentum=0.9)
+    opt, topt, opt_name = _optimizers(name, ours, theirs)
     if theirs is not None:
         # correctness first: the same first-step loss and updated weights
         tx, ty = torch.from_numpy(x), torch.from_numpy(y)
-        topt = torch.optim.SGD(theirs.parameters(), lr=lr, momentum=0.9)
         l_ours = float(our_step(ours, opt, ox, oy).item())
         l_torch = float(torch_step(theirs, topt, tx, ty).item())
         o_state = ours.state_dict()
@@ -262,7 +315,7 @@ def run_case(case, steps, warmup, lr=0.01):
     fb_ms = (phases["forward"] + phases["backward"]) / n * 1e3
     rows.append({"op": "python / autograd overhead (forward + backward - ops)", "calls": None,
                  "ms": fb_ms - op_ms})
-    rows.append({"op": "optimizer step (SGD momentum)", "calls": None,
+    rows.append({"op": f"optimizer step ({opt_name})", "calls": None,
                  "ms": phases["optimizer step"] / n * 1e3})
     rows.append({"op": "zero_grad", "calls": None, "ms": phases["zero_grad"] / n * 1e3})
     rows.sort(key=lambda r: -r["ms"])
@@ -299,7 +352,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--warmup", type=int, default=10)
-    parser.add_argument("--models", default="mlp,cnn")
+    parser.add_argument("--models", default="mlp,cnn,transformer")
     parser.add_argument("--json", default=None)
     parser.add_argument("--no-reexec", action="store_true")
     parser.add_argument("--threads", type=int, nargs="+", default=[1],

@@ -639,13 +639,15 @@ class Sorter(nn.Module):
 
 def test_transformer_learns_to_sort():
     """Sequences of 8 tokens from a vocabulary of 10 -> the same tokens sorted; each output
-    position must find its rank among all inputs, so attention has to do the work. With this
-    seed it reaches ~99% token accuracy after 250 steps (all seeds tried: >= 98.5%)."""
+    position must find its rank among all inputs, so attention has to do the work. The learning
+    rate anneals to 0 (cosine) so that the last steps settle the model instead of leaving it
+    wherever Adam's last jump put it."""
     vocab, length, batch = 10, 8, 64
     mte.manual_seed(0)
     rng = np.random.default_rng(0)
     model = Sorter(vocab, length)
     opt = optim.Adam(model.parameters(), lr=3e-3)
+    schedule = optim.lr_scheduler.CosineAnnealingLR(opt, T_max=300)
     start = time.perf_counter()
     for _ in range(300):
         x = rng.integers(0, vocab, (batch, length))
@@ -654,6 +656,7 @@ def test_transformer_learns_to_sort():
         opt.zero_grad()
         loss.backward()
         opt.step()
+        schedule.step()
     model.eval()
     x = rng.integers(0, vocab, (512, length))
     with mte.no_grad():

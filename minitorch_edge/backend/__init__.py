@@ -5,10 +5,11 @@ An op never computes on arrays itself: it calls a kernel of this module, e.g.
 implementations with the same name, signature and result (to float32 rounding):
 
 * the numpy twin in ``numpy_backend.py``: the readable reference, always present;
-* a native one in ``native_gemm.py``, ``native_conv.py``, ``native_pool.py`` or
-  ``native_optim.py`` over libmte (``minitorch_edge._C``), where the extension was built
-  with that kernel set. It handles the cases its C kernel covers and hands every other case
-  (other dtypes, odd layouts) to the numpy twin, so behaviour never differs between backends.
+* a native one in ``native_gemm.py``, ``native_conv.py``, ``native_pool.py``,
+  ``native_optim.py`` or ``native_transformer.py`` over libmte (``minitorch_edge._C``), where
+  the extension was built with that kernel set. It handles the cases its C kernel covers and
+  hands every other case (other dtypes, odd layouts) to the numpy twin, so behaviour never
+  differs between backends.
 
 The table below is the whole dispatch: one row per kernel, naming the native module that
 holds its native version (a function of the kernel's name, as in numpy_backend), the libmte
@@ -56,6 +57,7 @@ def _kernel(name, native=None, needs=None, isa_family=None):
 
 
 # ---- the dispatch table: kernel = numpy_backend.<kernel> or <native module>.<kernel> ----------
+_T = ("native_transformer", "transformer")  # the Transformer kernels' module and kernel set
 #                                             native module   needs     ISA family (cpu.c)
 matmul                 = _kernel("matmul",                 "native_gemm",  "sgemm",  "sgemm")
 linear                 = _kernel("linear",                 "native_gemm",  "sgemm",  "sgemm")
@@ -70,6 +72,14 @@ avg_pool2d             = _kernel("avg_pool2d",             "native_pool",  "pool
 avg_pool2d_backward    = _kernel("avg_pool2d_backward",    "native_pool",  "pool2d", "pool")
 sgd_step               = _kernel("sgd_step",               "native_optim", "optim")  # portable C
 adam_step              = _kernel("adam_step",              "native_optim", "optim")  # portable C
+softmax                = _kernel("softmax",                *_T, "rowwise")
+softmax_backward       = _kernel("softmax_backward",       *_T, "rowwise")
+layer_norm             = _kernel("layer_norm",             *_T, "rowwise")
+layer_norm_backward    = _kernel("layer_norm_backward",    *_T, "rowwise")
+gelu                   = _kernel("gelu",                   *_T, "rowwise")
+gelu_backward          = _kernel("gelu_backward",          *_T, "rowwise")
+attention              = _kernel("attention",              *_T, "attention")
+attention_backward     = _kernel("attention_backward",     *_T, "attention")
 # ----------------------------------------------------------------------------------------------
 __all__ += list(KERNELS)
 

@@ -18,11 +18,13 @@ import math
 
 import numpy as np
 
+from .. import backend
+from ..autograd.engine import mark_fresh
 from ..autograd.function import Function
+from ..autograd.grad_mode import _State
 from ..tensor import Tensor
 from ._util import tensor_method
 from .elementwise import where
-from .._special import erf as _erf
 from .unary import _sigmoid, clamp, erf, exp, sigmoid, tanh
 
 __all__ = ["relu", "relu6", "leaky_relu", "elu", "selu", "celu", "gelu", "silu", "mish",
@@ -206,25 +208,25 @@ class Gelu(Function):
     """y = x * Phi(x), Phi the standard normal CDF: Phi(x) = (1 + erf(x/sqrt2)) / 2.
     dy/dx = Phi(x) + x * phi(x), phi(x) = e^(-x^2/2) / sqrt(2 pi).
     With approximate='tanh': y = x/2 * (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3);
-    dy/dx = (1 + tanh u)/2 + x/2 (1 - tanh^2 u) sqrt(2/pi) (1 + 3*0.044715 x^2)."""
+    dy/dx = (1 + tanh u)/2 + x/2 (1 - tanh^2 u) sqrt(2/pi) (1 + 3*0.044715 x^2).
+    Forward and backward are the backend kernels ``backend.gelu`` / ``gelu_backward`` (for
+    float32 one native pass with erf as a float32 polynomial; numpy_backend has the readable
+    version); under create_graph the backward is written with Tensor ops."""
     _builtin = True
 
     @staticmethod
     def forward(ctx, a, approximate):
-        x = a._data
         if ctx.needs_input_grad:
             ctx.save_for_backward(a)
             ctx.approximate = approximate
-        f = x.dtype.type
-        if approximate == "tanh":
-            xc = np.clip(x, -_GELU_CLIP, _GELU_CLIP)  # tanh u is exactly +-1 beyond: no x^3
-            u = f(_SQRT_2_OVER_PI) * (xc + f(_GELU_C) * xc * xc * xc)
-            return f(0.5) * x * (1 + np.tanh(u))
-        return f(0.5) * x * (1 + _erf(x * f(_INV_SQRT2)))
+        return backend.gelu(a._data, approximate)
 
     @staticmethod
     def backward(ctx, grad):
         x, = ctx.saved_tensors
+        if not _State.enabled:             # nothing recorded: the kernel on the arrays
+            return Tensor._make(mark_fresh(backend.gelu_backward(grad._data, x._data,
+                                                                 ctx.approximate))), None
         # beyond |x| = 40 the terms with e^(-x^2/2) or 1 - tanh^2 are exactly 0; clamping x
         # there keeps x^2, x^3 from overflowing (inf * 0 would give nan)
         xc = clamp(x, -_GELU_CLIP, _GELU_CLIP)

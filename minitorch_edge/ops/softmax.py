@@ -6,33 +6,45 @@ nothing mathematically but keeps exp from overflowing (x = 1e4 is fine). log_sof
 `SafeSoftmax` (PyTorch's ``_safe_softmax``, used by scaled_dot_product_attention) gives 0
 instead of nan on a slice that is all -inf (a fully masked row of attention scores).
 
-Backward uses the saved output y, with Tensor ops so it can be differentiated again:
+The arrays are computed by the backend kernels ``backend.softmax`` / ``softmax_backward``
+(numpy_backend.py has the readable version; along the last dim of float32 input libmte does
+each row in one fused pass). Backward uses the saved output y:
   softmax:      dx = y * (g - sum(g * y))
   log_softmax:  dx = g - exp(y) * sum(g)
-(sums along dim, kept as size 1). float16 is computed in float32 and cast back.
+(sums along dim, kept as size 1); under create_graph it is written with Tensor ops, so it can
+be differentiated again. float16 is computed in float32 and cast back.
 """
-import numpy as np
-
+from .. import backend
 from .. import dtypes as _dt
+from ..autograd.engine import mark_fresh
 from ..autograd.function import Function
+from ..autograd.grad_mode import _State
+from ..tensor import Tensor
 from ._util import norm_dim, tensor_method
 
 __all__ = ["softmax", "log_softmax"]
 
 
-def _compute_dtype(a):
-    """The input's array, in float32 for float16 input."""
-    x = a._data
-    return x.astype(np.float32) if x.dtype == np.float16 else x
+def _forward(ctx, a, dim, log, safe):
+    if ctx.needs_input_grad:
+        ctx.dim = dim
+    return backend.softmax(a._data, dim, log, safe).reshape(a._data.shape)
 
 
-def _shifted(a, dim):
-    """x - max(x) along dim, in float32 for float16 input (a 0-d tensor is a 1-element dim)."""
-    x = _compute_dtype(a)
-    x = x.reshape(1) if x.ndim == 0 else x
-    if x.size == 0:
-        return x
-    return x - np.amax(x, axis=dim, keepdims=True)
+def _backward(ctx, grad, log):
+    """dx from the saved output: the backend kernel on the arrays, or Tensor ops when the
+    backward is itself recorded (create_graph=True)."""
+    y, = ctx.saved_tensors
+    dim = ctx.dim
+    if not _State.enabled:
+        yd, gd = y._data, grad._data
+        if yd.ndim == 0:
+            yd, gd = yd.reshape(1), gd.reshape(1)
+        dx = backend.softmax_backward(yd, gd, dim, log).reshape(y._data.shape)
+        return Tensor._make(mark_fresh(dx.astype(y._data.dtype, copy=False))), None
+    if log:
+        return grad - y.exp() * grad.sum(dim, keepdim=True), None
+    return y * (grad - (grad * y).sum(dim, keepdim=True)), None
 
 
 class Softmax(Function):
@@ -42,18 +54,11 @@ class Softmax(Function):
 
     @staticmethod
     def forward(ctx, a, dim):
-        if ctx.needs_input_grad:
-            ctx.dim = dim
-        with np.errstate(invalid="ignore", over="ignore"):
-            e = np.exp(_shifted(a, dim))
-            y = e / np.sum(e, axis=dim, keepdims=True)
-        return y.reshape(a._data.shape).astype(a._data.dtype, copy=False)
+        return _forward(ctx, a, dim, False, False)
 
     @staticmethod
     def backward(ctx, grad):
-        y, = ctx.saved_tensors
-        dim = ctx.dim
-        return y * (grad - (grad * y).sum(dim, keepdim=True)), None
+        return _backward(ctx, grad, False)
 
 
 class SafeSoftmax(Softmax):
@@ -64,18 +69,7 @@ class SafeSoftmax(Softmax):
 
     @staticmethod
     def forward(ctx, a, dim):
-        if ctx.needs_input_grad:
-            ctx.dim = dim
-        x = _compute_dtype(a)
-        if x.shape[dim] == 0:
-            return np.zeros(a._data.shape, a._data.dtype)
-        with np.errstate(invalid="ignore", over="ignore"):
-            m = np.amax(x, axis=dim, keepdims=True)
-            m = np.where(m == -np.inf, 0, m)
-            e = np.exp(x - m)
-            s = e.sum(dim, keepdims=True)
-            y = np.divide(e, s, out=np.zeros_like(e), where=s != 0)
-        return y.astype(a._data.dtype, copy=False)
+        return _forward(ctx, a, dim, False, True)
 
 
 class LogSoftmax(Function):
@@ -85,17 +79,11 @@ class LogSoftmax(Function):
 
     @staticmethod
     def forward(ctx, a, dim):
-        if ctx.needs_input_grad:
-            ctx.dim = dim
-        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            z = _shifted(a, dim)
-            y = z - np.log(np.sum(np.exp(z), axis=dim, keepdims=True))
-        return y.reshape(a._data.shape).astype(a._data.dtype, copy=False)
+        return _forward(ctx, a, dim, True, False)
 
     @staticmethod
     def backward(ctx, grad):
-        y, = ctx.saved_tensors
-        return grad - y.exp() * grad.sum(ctx.dim, keepdim=True), None
+        return _backward(ctx, grad, True)
 
 
 def _prepare(op, input, dim, dtype):

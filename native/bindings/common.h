@@ -243,3 +243,4 @@ void mte_bind_depthwise(pybind11::module_ &m);
 void mte_bind_pool(pybind11::module_ &m);
 void mte_bind_winograd(pybind11::module_ &m);
 void mte_bind_optim(pybind11::module_ &m);
+void mte_bind_transformer(pybind11::module_ &m);

@@ -258,8 +258,8 @@ MTE_API int mte_sgemm_batched(int trans_a, int trans_b, int64_t batch, int64_t M
                               float beta, float *C, int64_t ldc, int64_t stride_c);
 
 /* Names of the operation groups built into this library, space separated: "sgemm conv2d
- * depthwise3x3 winograd3x3 pool2d optim". (The ISA-dispatched kernel families, which these
- * operations are built from, are listed by mte_family_name in section 2.) */
+ * depthwise3x3 winograd3x3 pool2d optim transformer". (The ISA-dispatched kernel families,
+ * which these operations are built from, are listed by mte_family_name in section 2.) */
 MTE_API const char *mte_kernels(void);
 
 #ifdef __cplusplus
@@ -275,5 +275,7 @@ MTE_API const char *mte_kernels(void);
 #include "mte_winograd.h"
 
 #include "mte_optim.h"
+
+#include "mte_transformer.h"
 
 #endif /* MTE_H */

@@ -38,7 +38,9 @@ const char *mte_status_string(int status) {
   }
 }
 
-const char *mte_kernels(void) { return "sgemm conv2d depthwise3x3 winograd3x3 pool2d optim"; }
+const char *mte_kernels(void) {
+  return "sgemm conv2d depthwise3x3 winograd3x3 pool2d optim transformer";
+}
 
 /* 0 = not set yet: use the OpenMP default. */
 static atomic_int g_num_threads = 0;

@@ -25,6 +25,7 @@
 #include "mte_epilogue.h"
 #include "mte_internal.h"
 #include "mte_pool_internal.h"
+#include "mte_transformer_internal.h"
 #include "mte_winograd_internal.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -165,7 +166,9 @@ static const mte_isa k_isas[] = {
      .im2col = &mte_im2col_kernel_avx512,
      .depthwise3x3 = &mte_dw3x3_kernel_avx512,
      .pool = &mte_pool_kernel_avx512,
-     .winograd = &mte_wino_kernels_avx512},
+     .winograd = &mte_wino_kernels_avx512,
+     .rowwise = &mte_rowwise_kernel_avx512,
+     .attention = &mte_attention_kernel_avx512},
     {.name = "avx2",
      .needs = MTE_CPU_AVX2 | MTE_CPU_FMA,
      .sgemm = &mte_sgemm_kernel_avx2,
@@ -173,10 +176,12 @@ static const mte_isa k_isas[] = {
      .im2col = &mte_im2col_kernel_avx2,
      .depthwise3x3 = &mte_dw3x3_kernel_avx2,
      .pool = &mte_pool_kernel_avx2,
-     .winograd = &mte_wino_kernels_avx2},
+     .winograd = &mte_wino_kernels_avx2,
+     .rowwise = &mte_rowwise_kernel_avx2,
+     .attention = &mte_attention_kernel_avx2},
 #endif
 #ifdef MTE_HAVE_NEON_KERNELS
-    {.name = "neon", /* epilogue, im2col: the generic C is NEON code already */
+    {.name = "neon", /* epilogue, im2col, rowwise, attention: generic C is NEON code already */
      .needs = MTE_CPU_NEON,
      .sgemm = &mte_sgemm_kernel_neon,
      .depthwise3x3 = &mte_dw3x3_kernel_neon,
@@ -191,7 +196,9 @@ static const mte_isa k_isas[] = {
      .im2col = &mte_im2col_kernel_generic,
      .depthwise3x3 = &mte_dw3x3_kernel_generic,
      .pool = &mte_pool_kernel_generic,
-     .winograd = &mte_wino_kernels_generic},
+     .winograd = &mte_wino_kernels_generic,
+     .rowwise = &mte_rowwise_kernel_generic,
+     .attention = &mte_attention_kernel_generic},
 };
 #define N_ISAS ((int)(sizeof k_isas / sizeof k_isas[0]))
 #define GENERIC (N_ISAS - 1)

@@ -5,77 +5,11 @@
  * one source is compiled once per ISA with that ISA's flags. Every loop below is branch-free
  * so that -O3 vectorises it.
  */
-#include <math.h>
-#include <string.h>
-
 #include "mte_epilogue.h"
-
-/* GCC keeps a float select (t < 1 ? a : b) as a branch, which blocks vectorisation, unless
- * comparisons may be assumed not to trap; libmte never reads the FP exception flags. */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-trapping-math")
-#endif
-
-/* a * b + c, fused where the ISA has FMA (then fmaf is one instruction, and vectorises) */
-#if defined(__FMA__) || defined(__aarch64__)
-#define FMA(a, b, c) fmaf(a, b, c)
-#else
-#define FMA(a, b, c) ((a) * (b) + (c))
-#endif
-
-/* erf(x), |error| < 1e-7 (see mte_epilogue.h) */
-static inline float ep_erf(float x) {
-  const float t = fabsf(x), s = t * t;
-  float p = 7.889240806e-05f;
-  p = FMA(p, s, -8.020880632e-04f);
-  p = FMA(p, s, 5.189540330e-03f);
-  p = FMA(p, s, -2.685444802e-02f);
-  p = FMA(p, s, 1.128360033e-01f);
-  p = FMA(p, s, -3.761262596e-01f);
-  p = FMA(p, s, 1.283791661e-01f);
-  const float small = FMA(t, p, t); /* erf(t) = t * (2/sqrt(pi) + ...), the 1 kept exact */
-  const float u = (t < 3.9f ? t : 3.9f) - 2.45f; /* NaN -> 3.9: no NaN inside, see caller */
-  float q = -9.124693861e-06f;
-  q = FMA(q, u, 2.651543036e-05f);
-  q = FMA(q, u, 4.880992128e-05f);
-  q = FMA(q, u, -3.067001817e-04f);
-  q = FMA(q, u, 4.185112193e-04f);
-  q = FMA(q, u, 4.297840351e-04f);
-  q = FMA(q, u, -2.994741313e-03f);
-  q = FMA(q, u, 6.976413541e-03f);
-  q = FMA(q, u, -1.024917047e-02f);
-  q = FMA(q, u, 1.023604535e-02f);
-  q = FMA(q, u, -6.836764514e-03f);
-  q = FMA(q, u, 2.789898543e-03f);
-  q = FMA(q, u, 9.994694591e-01f);
-  q = q < 1.0f ? q : 1.0f;
-  const float r = t < 1.0f ? small : q;
-  return copysignf(r, x);
-}
-
-/* exp(z) for finite z in [-87, 88] */
-static inline float ep_exp(float z) {
-  const float shifter = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
-  float n = FMA(z, 1.44269504f, shifter);
-  n -= shifter;
-  float r = FMA(n, -0.693145752f, z); /* ln 2 = 0.693145752 + 1.42860677e-6 (Cody-Waite) */
-  r = FMA(n, -1.42860677e-6f, r);
-  float p = 1.0f / 5040.0f;
-  p = FMA(p, r, 1.0f / 720.0f);
-  p = FMA(p, r, 1.0f / 120.0f);
-  p = FMA(p, r, 1.0f / 24.0f);
-  p = FMA(p, r, 1.0f / 6.0f);
-  p = FMA(p, r, 0.5f);
-  p = FMA(p, r, 1.0f);
-  p = FMA(p, r, 1.0f);
-  const int32_t bits = ((int32_t)n + 127) * (1 << 23); /* 2^n, n in [-126, 127] */
-  float scale;
-  memcpy(&scale, &bits, sizeof scale);
-  return p * scale;
-}
+#include "mte_vmath.h" /* erf, exp; sets no-trapping-math (selects vectorise) */
 
 static inline float ep_gelu(float x) {
-  const float v = 0.5f * x * (1.0f + ep_erf(x * 0.70710678118654752f));
+  const float v = 0.5f * x * (1.0f + mte_vm_erf(x * 0.70710678118654752f));
   return x < -10.0f ? -0.0f : v; /* x*Phi(x) > -1e-22 there; gelu(-inf) = -0, NaN stays */
 }
 
@@ -84,7 +18,7 @@ static inline float ep_gelu_tanh(float x) {
   float z = -2.0f * u;
   z = z > -87.0f ? z : -87.0f; /* also NaN -> -87: exp sees finite values only */
   z = z < 88.0f ? z : 88.0f;
-  const float v = x / (1.0f + ep_exp(z));
+  const float v = x / (1.0f + mte_vm_exp(z));
   return x < -10.0f ? -0.0f : v; /* > -1e-36 there (and -inf / huge is not NaN) */
 }
 

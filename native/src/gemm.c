@@ -39,13 +39,38 @@ static inline int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b
 
 /* ---------------------------------------------------------------- packing */
 
+/* d[0..n) = s[0..n) for a full panel row (n = MR or NR): with a constant trip count for
+ * the tile sizes of the kernels, so that the copy is a few vector moves (a loop of runtime
+ * length becomes a memmove call per k step, which for a K = 1024 weight gradient cost a
+ * third of the GEMM) */
+static inline void copy_run(float *MTE_RESTRICT d, const float *MTE_RESTRICT s, int n) {
+#define COPY_CASE(N) \
+  case N:            \
+    for (int r = 0; r < N; ++r) d[r] = s[r]; \
+    break;
+  switch (n) {
+    COPY_CASE(4)
+    COPY_CASE(6)
+    COPY_CASE(8)
+    COPY_CASE(12)
+    COPY_CASE(16)
+    COPY_CASE(32)
+    default:
+      for (int r = 0; r < n; ++r) d[r] = s[r];
+  }
+#undef COPY_CASE
+}
+
 /*
  * Pack rows [i0, i0+mc) x cols [p0, p0+kc) of op(A) into ceil(mc/mr) panels; panel q holds
  * rows i0+q*mr .. +mr as out[q*mr*kc + p*mr + r]. Rows past mc are zero.
  * op(A)[i][p] = trans ? A[p*lda + i] : A[i*lda + p].
+ * Without trans a panel is a transpose of mr rows of A: exactly what the ISA's pack_b_trans
+ * does for a B^T panel (nr = mr), with its register transposes where it has them.
  */
-static void pack_a(int mr, int64_t mc, int64_t kc, const float *A, int64_t lda, int trans,
-                   int64_t i0, int64_t p0, float *MTE_RESTRICT out) {
+static void pack_a(const mte_sgemm_kernel *k, int64_t mc, int64_t kc, const float *A,
+                   int64_t lda, int trans, int64_t i0, int64_t p0, float *MTE_RESTRICT out) {
+  const int mr = k->mr;
   for (int64_t ir = 0; ir < mc; ir += mr) {
     int64_t rows = min64(mr, mc - ir);
     float *dst = out + ir * kc;
@@ -53,10 +78,16 @@ static void pack_a(int mr, int64_t mc, int64_t kc, const float *A, int64_t lda, 
       for (int64_t p = 0; p < kc; ++p) {
         const float *src = A + (p0 + p) * lda + (i0 + ir);
         float *d = dst + p * mr;
+        if (rows == mr) {
+          copy_run(d, src, mr);
+          continue;
+        }
         int64_t r = 0;
         for (; r < rows; ++r) d[r] = src[r];
         for (; r < mr; ++r) d[r] = 0.0f;
       }
+    } else if (k->pack_b_trans) {
+      k->pack_b_trans(mr, rows, kc, A, lda, i0 + ir, p0, dst);
     } else { /* each row is contiguous along k: walk rows, scatter with stride mr */
       for (int64_t r = 0; r < rows; ++r) {
         const float *src = A + (i0 + ir + r) * lda + p0;
@@ -79,6 +110,10 @@ static void pack_b_panel(int nr, int64_t cols, int64_t kc, const float *B, int64
     for (int64_t p = 0; p < kc; ++p) {
       const float *src = B + (p0 + p) * ldb + j;
       float *d = dst + p * nr;
+      if (cols == nr) {
+        copy_run(d, src, nr);
+        continue;
+      }
       int64_t c = 0;
       for (; c < cols; ++c) d[c] = src[c];
       for (; c < nr; ++c) d[c] = 0.0f;
@@ -280,7 +315,7 @@ static void run_gemm(const mte_sgemm_kernel *k, const gemm_args *g, const gemm_p
           const int64_t ic = ib * mc_blk;
           const int64_t mc = min64(mc_blk, M - ic);
           if (ic != packed_ic) {
-            pack_a(k->mr, mc, kc, g->A, g->lda, g->trans_a, ic, pc, apack);
+            pack_a(k, mc, kc, g->A, g->lda, g->trans_a, ic, pc, apack);
             packed_ic = ic;
           }
           const int64_t per = ceil_div(n_panels, n_split);

@@ -128,6 +128,8 @@ static inline void mte__ukernel_edge(const struct mte_sgemm_kernel *k, int64_t k
  *   depthwise3x3  mte_dw3x3_kernel     mte_depthwise_internal.h   depthwise3x3.c
  *   pool          mte_pool_kernel      mte_pool_internal.h        pool_rows.c
  *   winograd      mte_wino_kernels     mte_winograd_internal.h    winograd_transforms.c
+ *   rowwise       mte_rowwise_kernel   mte_transformer_internal.h rowwise.c
+ *   attention     mte_attention_kernel mte_transformer_internal.h attention_head.c
  *
  * MTE_FAMILIES below is that list of columns, X(column, descriptor type); the row type, the
  * generic fallback and the family names (mte_family_name) are all derived from it. A row
@@ -140,7 +142,9 @@ static inline void mte__ukernel_edge(const struct mte_sgemm_kernel *k, int64_t k
   X(im2col, mte_im2col_kernel)       \
   X(depthwise3x3, mte_dw3x3_kernel)  \
   X(pool, mte_pool_kernel)           \
-  X(winograd, mte_wino_kernels)
+  X(winograd, mte_wino_kernels)      \
+  X(rowwise, mte_rowwise_kernel)     \
+  X(attention, mte_attention_kernel)
 
 #define MTE_ISA_COLUMN(column, type) const struct type *column;
 typedef struct mte_isa {

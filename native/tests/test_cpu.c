@@ -15,6 +15,7 @@
 #include "mte_internal.h"
 #include "mte_pool_internal.h"
 #include "mte_test.h"
+#include "mte_transformer_internal.h"
 #include "mte_winograd_internal.h"
 
 #define MAX_ISAS 8

@@ -11,16 +11,23 @@ The functions differ only in which elements share one mean/var:
 
 All four run through one fused Function, `Normalize` (forward in numpy, one backward formula),
 under PyTorch's grad_fn name for each: `NativeBatchNorm` (batch_norm and instance_norm, which
-PyTorch computes as a batch norm), `NativeLayerNorm`, `NativeGroupNorm`. ``rms_norm``,
-``normalize`` and ``local_response_norm`` are composed of Tensor ops.
+PyTorch computes as a batch norm), `NativeLayerNorm`, `NativeGroupNorm`. layer_norm's
+statistics are per row of the trailing dims, so `NativeLayerNorm` runs the backend kernels
+``backend.layer_norm`` / ``layer_norm_backward`` on the input viewed as (rows, n): one fused
+pass per row in libmte for float32, the numpy twin otherwise. ``rms_norm``, ``normalize``
+and ``local_response_norm`` are composed of Tensor ops.
 
 batch_norm and instance_norm in training also update the running statistics in place
 (running = (1 - momentum) * running + momentum * batch value, with the *unbiased* batch variance,
 as PyTorch), after the input has been validated; in evaluation they normalize with the running
 statistics instead.
 """
+import math
+
 import numpy as np
 
+from ... import backend
+from ...autograd.engine import mark_fresh
 from ...autograd.function import Function
 from ...autograd.grad_mode import _State
 from ...ops._util import sum_to
@@ -134,7 +141,47 @@ class NativeBatchNorm(Normalize):
 
 
 class NativeLayerNorm(Normalize):
-    """Normalize over the trailing dims (layer_norm())."""
+    """Normalize over the trailing dims (layer_norm()): Normalize's math with the input viewed
+    as (rows, n), n the number of elements of the normalized dims, and w, b as (n,):
+
+        y = (x - mean) rstd w + b per row (backend.layer_norm, which returns mean and rstd)
+        dx, dw, db = backend.layer_norm_backward(dy, x, mean, rstd, w)   (Normalize's formula)
+
+    Under create_graph the backward is Normalize's Tensor-op version."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, dims, eps, stats_out):
+        xd = x._data
+        n = math.prod(xd.shape[len(xd.shape) - len(dims):])
+        if n == 0:                         # nothing to normalize: Normalize's numpy path
+            return Normalize.forward(ctx, x, weight, bias, dims, eps, stats_out)
+        rows = xd.reshape(-1, n)
+        w = None if weight is None else weight._data.reshape(n)
+        b = None if bias is None else bias._data.reshape(n)
+        y, mean, rstd = backend.layer_norm(rows, w, b, eps)
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(x, weight, bias)
+            ctx.mean, ctx.invstd, ctx.dims, ctx.eps = mean, rstd, dims, eps
+        return y.reshape(xd.shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w, b = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        if _State.enabled:                 # create_graph=True: record the backward
+            return Normalize._backward_graph(ctx, grad, x, w, b)
+        xd = x._data
+        n = math.prod(xd.shape[len(xd.shape) - len(ctx.dims):])
+        if n == 0:
+            return Normalize.backward(ctx, grad)
+        dx, dw, db = backend.layer_norm_backward(
+            grad._data.reshape(-1, n), xd.reshape(-1, n), ctx.mean, ctx.invstd,
+            None if w is None else w._data.reshape(n), need[0], w is not None and need[1],
+            b is not None and need[2])
+        out = [None if dx is None else Tensor._make(mark_fresh(dx.reshape(xd.shape))),
+               None if dw is None else Tensor._make(mark_fresh(dw.reshape(w._data.shape))),
+               None if db is None else Tensor._make(mark_fresh(db.reshape(b._data.shape)))]
+        return out[0], out[1], out[2], None, None, None
 
 
 class NativeGroupNorm(Normalize):

@@ -13,8 +13,14 @@ When kdim == vdim == embed_dim the three input weights are stacked in one ``in_p
 Initialisation as PyTorch: xavier_uniform_ on the input weights, zeros for in_proj_bias and
 out_proj.bias, out_proj.weight as any Linear, xavier_normal_ for bias_k/bias_v.
 
-Difference from PyTorch: there is no "fast path" (PyTorch's fused inference kernel, used in eval
-mode without grad); every call takes the path PyTorch uses in training, whose results are the
+The attention itself runs fused (nn/functional/attention.py): with need_weights=False, no
+attention dropout in training, no bias_k/bias_v or add_zero_attn, it is one node whose kernel
+reads the heads from the packed in-projection and writes them merged, in the module's own
+layout (batch_first inputs are never transposed); otherwise the composed Tensor-op path of
+``F.multi_head_attention_forward`` runs.
+
+Difference from PyTorch: there is no separate inference "fast path" (PyTorch's fused kernel in
+eval mode without grad): every call computes what PyTorch's training path computes, the
 same up to rounding.
 """
 import numpy as np
@@ -22,7 +28,7 @@ import numpy as np
 from ... import creation
 from ...autograd.grad_mode import no_grad
 from ...tensor import Tensor
-from ..functional.attention import multi_head_attention_forward
+from ..functional.attention import _multi_head_attention
 from ..module import Module
 from ..init import xavier_normal_, xavier_uniform_
 from ..parameter import Parameter
@@ -118,27 +124,18 @@ class MultiheadAttention(Module):
                 raise TypeError(f"MultiheadAttention: {name} must be a Tensor, got "
                                 f"{type(t).__name__}")
         batched = query.dim() == 3
-        if self.batch_first and batched:
-            if key.dim() != 3 or value.dim() != 3:
-                raise ValueError(f"MultiheadAttention: for 3-D query of shape "
-                                 f"{tuple(query.shape)}, expected 3-D key and value, got key "
-                                 f"{tuple(key.shape)} and value {tuple(value.shape)}")
-            # keep `key is value` / `query is key` (they pick the fused projections)
-            q2 = query.transpose(0, 1)
-            k2 = q2 if key is query else key.transpose(0, 1)
-            v2 = k2 if value is key else (q2 if value is query else value.transpose(0, 1))
-            query, key, value = q2, k2, v2
-        out, weights = multi_head_attention_forward(
+        if self.batch_first and batched and (key.dim() != 3 or value.dim() != 3):
+            raise ValueError(f"MultiheadAttention: for 3-D query of shape "
+                             f"{tuple(query.shape)}, expected 3-D key and value, got key "
+                             f"{tuple(key.shape)} and value {tuple(value.shape)}")
+        # batch_first inputs go in as they are: the fused path works in (N, L, E) directly
+        out, weights = _multi_head_attention(
             query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
             self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
-            self.out_proj.weight, self.out_proj.bias, training=self.training,
-            key_padding_mask=key_padding_mask, need_weights=need_weights, attn_mask=attn_mask,
-            use_separate_proj_weight=not self._qkv_same_embed_dim,
-            q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight,
-            v_proj_weight=self.v_proj_weight, average_attn_weights=average_attn_weights,
-            is_causal=is_causal)
-        if self.batch_first and batched:
-            out = out.transpose(0, 1)
+            self.out_proj.weight, self.out_proj.bias, self.training, key_padding_mask,
+            need_weights, attn_mask, not self._qkv_same_embed_dim, self.q_proj_weight,
+            self.k_proj_weight, self.v_proj_weight, None, None, average_attn_weights,
+            is_causal, batch_first=self.batch_first and batched)
         return out, weights
 
 
