@@ -14,6 +14,7 @@ from .tensor import (Tensor, Size, device, memory_format, contiguous_format,  # 
 from .random import (Generator, manual_seed, seed, initial_seed, get_rng_state,  # noqa: F401
                      set_rng_state, default_generator)
 from .creation import *  # noqa: F401,F403
+from .sampling import *  # noqa: F401,F403
 from . import autograd  # noqa: F401
 from .autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled,  # noqa: F401
                                  inference_mode, is_grad_enabled, is_inference_mode_enabled)
@@ -34,6 +35,6 @@ from . import accelerator, backends, cuda  # noqa: E402,F401
 from .backends import (set_float32_matmul_precision, get_float32_matmul_precision,  # noqa: E402,F401
                        use_deterministic_algorithms, are_deterministic_algorithms_enabled,
                        is_deterministic_algorithms_warn_only_enabled)
-from .creation import install_sampling_methods as _install  # noqa: E402
+from .sampling import install_sampling_methods as _install  # noqa: E402
 _install()  # the checked random fills (normal_, bernoulli_, ...) replace ops/inplace.py's
 del _utils_data, _install
