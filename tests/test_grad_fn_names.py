@@ -229,6 +229,7 @@ CASES = [
     ("embedding", lambda m, i, w: F(m).embedding(i, w), ints(1, 0, 3), W),
     ("layer_norm", lambda m, x: F(m).layer_norm(x, (4,)), X),
     ("batch_norm", lambda m, x: F(m).batch_norm(x, None, None, training=True), X),
+    ("batch_norm_eval", lambda m, x: F(m).batch_norm(x, m.zeros(4), m.ones(4)), X),
     ("dropout", lambda m, x: F(m).dropout(x, 0.5), X),
     ("conv2d", lambda m, x, w: F(m).conv2d(x, w, padding=1), IMG, KERNEL),
     ("max_pool2d", lambda m, x: F(m).max_pool2d(x, 2), IMG),
@@ -290,8 +291,6 @@ DIFFERENT = [
      lambda m, x: F(m).interpolate(x, scale_factor=2, mode="bilinear"), IMG),
     ("group_norm", "NativeGroupNorm on a view, then a View back",
      lambda m, x: F(m).group_norm(x, 1), IMG),
-    ("batch_norm_eval", "composed (PyTorch: NativeBatchNormBackward0)",
-     lambda m, x: F(m).batch_norm(x, m.zeros(4), m.ones(4)), X),
 ]
 
 

@@ -39,6 +39,7 @@ _sequence = itertools.count()
 class _Recording:
     tape = None       # a list while autograd.record_tape() is active
     anomaly = False   # True inside detect_anomaly()
+    trace = None      # trace(cls, args, result) after every apply while graph.trace() runs
 
 
 FREED_MSG = (
@@ -248,6 +249,8 @@ class Function:
             _connect_outputs(ctx, cls, out, outputs)  # the outputs' grad_fn; saved outputs
             if _Recording.anomaly or _Recording.tape is not None:
                 _observe(ctx, args, outputs)
+        if _Recording.trace is not None:
+            _Recording.trace(cls, args, result)
         return result
 
 
@@ -281,6 +284,8 @@ def _apply_builtin(cls, *args):
             _connect_outputs(ctx, cls, out, outputs)
             if _Recording.anomaly or _Recording.tape is not None:
                 _observe(ctx, args, outputs)
+        if _Recording.trace is not None:
+            _Recording.trace(cls, args, result)
         return result
 
     result = _new(Tensor)                 # Tensor._make, inlined
@@ -303,6 +308,8 @@ def _apply_builtin(cls, *args):
             ctx._saved = ctx._saved + [entry] if ctx._saved else [entry]
         if _Recording.anomaly or _Recording.tape is not None:
             _observe(ctx, args, (result,))
+    if _Recording.trace is not None:
+        _Recording.trace(cls, args, result)
     return result
 
 

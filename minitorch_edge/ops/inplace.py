@@ -19,6 +19,7 @@ base's history; use ``x[0] = x[0] * 2`` (index assignment on the base) instead.
 import numpy as np
 
 from .. import dtypes as _dt
+from ..autograd.function import _Recording
 from ..autograd.grad_mode import _State
 from ..backend.prepared import wrote as _wrote
 from ..tensor import Tensor
@@ -95,6 +96,8 @@ def apply_inplace(self, name, compute, args=(), cast=False):
     _wrote(dst)
     if recording and result._fn is not None:
         self._fn, self._nr, self._rg = result._fn, result._nr, True
+    if _Recording.trace is not None:       # graph.trace: self now holds what result is
+        _Recording.trace.rebind(self, result)
     return self
 
 

@@ -137,7 +137,61 @@ class Normalize(Function):
 
 
 class NativeBatchNorm(Normalize):
-    """Normalize per channel (batch_norm(); instance_norm() per sample and channel)."""
+    """Normalize per channel (batch_norm(); instance_norm() per sample and channel).
+
+    With ``running = (running_mean, running_var)`` (batch_norm in evaluation) the statistics
+    are the running ones, so the op is one affine map per channel c (axis 1):
+
+        y = x k + (b - mean k),   k = w / sqrt(var + eps)     (w = 1, b = 0 when absent)
+        dx = dy k,   dw = sum(dy xhat),   db = sum(dy),   xhat = (x - mean) / sqrt(var + eps)
+
+    (sums over every axis but 1). The running statistics get no gradient, as in PyTorch."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, dims, eps, stats_out, running=None):
+        if running is None:
+            return Normalize.forward(ctx, x, weight, bias, dims, eps, stats_out)
+        xd = x._data
+        f, shape = xd.dtype.type, (1, -1) + (1,) * (xd.ndim - 2)
+        invstd = (1 / np.sqrt(running[1]._data + f(eps))).astype(xd.dtype, copy=False)
+        k = invstd if weight is None else invstd * weight._data.reshape(-1)
+        shift = -running[0]._data * k
+        if bias is not None:
+            shift = shift + bias._data.reshape(-1)
+        y = xd * k.reshape(shape)
+        y += shift.astype(xd.dtype, copy=False).reshape(shape)
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(x, weight, bias)
+            ctx.running, ctx.invstd, ctx.shape = running, invstd.reshape(shape), shape
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        if getattr(ctx, "running", None) is None:
+            return Normalize.backward(ctx, grad) + (None,)
+        x, w, b = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        mean = ctx.running[0]._data.reshape(ctx.shape)
+        if _State.enabled:                 # create_graph=True: record the backward
+            invstd = Tensor._make(ctx.invstd)
+            k = invstd if w is None else invstd * w.reshape(ctx.shape)
+            dx = grad * k if need[0] else None
+            dw = sum_to(grad * ((x - Tensor._make(mean)) * invstd), w._data.shape) \
+                if w is not None and need[1] else None
+            db = sum_to(grad, b._data.shape) if b is not None and need[2] else None
+            return dx, dw, db, None, None, None, None
+        g = grad._data
+        axes = (0,) + tuple(range(2, g.ndim))
+        dx = dw = db = None
+        if need[0]:
+            k = ctx.invstd if w is None else ctx.invstd * w._data.reshape(ctx.shape)
+            dx = Tensor._make(g * k)
+        if w is not None and need[1]:
+            xhat = (x._data - mean) * ctx.invstd
+            dw = Tensor._make((g * xhat).sum(axis=axes).reshape(w._data.shape))
+        if b is not None and need[2]:
+            db = Tensor._make(g.sum(axis=axes).reshape(b._data.shape))
+        return dx, dw, db, None, None, None, None
 
 
 class NativeLayerNorm(Normalize):
@@ -254,7 +308,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if running_mean is None or running_var is None:
             raise RuntimeError("batch_norm: running_mean and running_var must be defined in "
                                "evaluation mode (training=False)")
-        return _eval_norm(input, running_mean, running_var, weight, bias, eps)
+        return NativeBatchNorm.apply(input, weight, bias, None, eps, None,
+                                     (running_mean, running_var))
     dims = (0,) + tuple(range(2, nd))
     n = input._data.size // C if C else 0
     if n <= 1:

@@ -1,0 +1,154 @@
+"""Running a graph: the reference evaluator and the planned executor.
+
+`run_reference(graph, inputs)` evaluates node after node on fresh arrays: the simplest
+possible reading of the graph, used by the tests as the oracle and by `Graph.run`.
+
+`Executor(graph)` (also `graph.compile()`) is what a deployment calls many times:
+
+* the graph is checked once, and a memory plan made (graph/planner.py): every intermediate
+  value gets an offset in one arena, allocated once;
+* each node becomes a step (the op's run function, its attributes, where its inputs come
+  from, the arena view its output goes to); ops that can write into a given array
+  (``writes_out``) do so, the others' results are copied into their place, and view ops
+  (Reshape, Flatten, ...) are views of their input's buffer, as the planner arranged;
+* weights are prepared on a first run at construction: the backend caches what it derives
+  from a constant (packed GEMM panels, Winograd-transformed filters; backend/prepared.py), and
+  constants never change, so later calls reuse them.
+
+So a steady-state call allocates its outputs (copied out of the arena, since the next call
+overwrites it) and whatever a kernel needs internally (libmte takes that from its workspace
+pool; the numpy twins allocate). It takes numpy arrays or Tensors and returns the same kind.
+
+``backend="numpy"`` runs every step on the numpy twins (the readable reference), ``"native"``
+on libmte where built; the default (None) uses whatever `minitorch_edge.backend` is bound to.
+"""
+import numpy as np
+
+from .. import backend as _backend
+from ..tensor import Tensor
+from . import opset
+
+__all__ = ["Executor", "run_reference"]
+
+
+def _feed(graph, inputs, who):
+    """Check the inputs against the graph's; returns (arrays, whether Tensors were given)."""
+    if len(inputs) == 1 and isinstance(inputs[0], (tuple, list)) and len(graph.inputs) > 1:
+        inputs = tuple(inputs[0])
+    if len(inputs) != len(graph.inputs):
+        raise TypeError(f"{who}: the graph takes {len(graph.inputs)} inputs "
+                        f"({', '.join(graph.inputs)}), got {len(inputs)}")
+    arrays, tensors = [], False
+    for name, x in zip(graph.inputs, inputs):
+        if isinstance(x, Tensor):
+            tensors, x = True, x._data
+        x = np.asarray(x)
+        v = graph.values[name]
+        if x.shape != v.shape or x.dtype.name != v.dtype:
+            raise ValueError(f"{who}: input {name!r} must be {v.describe()} (the shape and dtype "
+                             f"the graph was traced with), got {x.dtype.name}{list(x.shape)}")
+        arrays.append(x)
+    return arrays, tensors
+
+
+def _result(graph, arrays, tensors):
+    outs = tuple(Tensor(a) if tensors else a for a in arrays)
+    return outs[0] if len(outs) == 1 else outs
+
+
+def run_reference(graph, inputs):
+    """Evaluate `graph` on `inputs`, node by node, on fresh arrays."""
+    arrays, tensors = _feed(graph, inputs, "Graph.run")
+    env = dict(graph.constants)
+    env.update(zip(graph.inputs, arrays))
+    for node in graph.nodes:
+        args = [env[name] if name else None for name in node.inputs]
+        for name, value in zip(node.outputs, opset.run_node(node, args)):
+            env[name] = value
+    return _result(graph, [np.array(env[name]) for name in graph.outputs], tensors)
+
+
+class _UseBackend:
+    """Bind the backend kernels to `name` for the duration of a call (None: leave them)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __enter__(self):
+        self.prev = _backend.active()
+        if self.name is not None and self.name != self.prev:
+            _backend.use(self.name)
+
+    def __exit__(self, *exc):
+        if self.name is not None and _backend.active() != self.prev:
+            _backend.use(self.prev)
+        return False
+
+
+class Executor:
+    """A graph made ready to run many times; see the module docstring. Attributes: `graph`,
+    `plan` (the MemoryPlan), `arena` (the uint8 buffer holding every intermediate)."""
+
+    def __init__(self, graph, backend=None, prepare=True):
+        if backend not in (None, "numpy", "native"):
+            raise ValueError(f"Executor: backend must be None, 'numpy' or 'native', got "
+                             f"{backend!r}")
+        self.graph = graph.check()
+        self.backend = backend
+        self.plan = graph.plan_memory()
+        self.arena = _aligned_bytes(self.plan.arena_bytes)
+        self._slots = self._place()
+        self._steps = self._build_steps()
+        if prepare:
+            zeros = [np.zeros(graph.values[n].shape, graph.values[n].dtype) for n in graph.inputs]
+            self(*zeros)
+
+    def _place(self):
+        """value name -> its array in the arena (the planned intermediates)."""
+        slots = {}
+        for name, offset in self.plan.offsets.items():
+            v = self.graph.values[name]
+            count = int(np.prod(v.shape, dtype=np.int64))
+            nbytes = count * np.dtype(v.dtype).itemsize
+            slots[name] = self.arena[offset:offset + nbytes].view(v.dtype).reshape(v.shape)
+        return slots
+
+    def _build_steps(self):
+        steps = []
+        for node in self.graph.nodes:
+            spec = opset.OPS[node.op]
+            outs = [self._slots.get(o) for o in node.outputs]
+            steps.append((node, spec, outs))
+        return steps
+
+    def __call__(self, *inputs):
+        arrays, tensors = _feed(self.graph, inputs, "Executor")
+        env = dict(self.graph.constants)
+        env.update(zip(self.graph.inputs, arrays))
+        with _UseBackend(self.backend):
+            for node, spec, outs in self._steps:
+                args = [env[name] if name else None for name in node.inputs]
+                out = outs[0] if len(outs) == 1 else None
+                if spec.alias or out is None:
+                    results = opset.run_node(node, args)
+                elif spec.writes_out:
+                    results = opset.run_node(node, args, out=out)
+                else:
+                    results = opset.run_node(node, args)
+                for name, value, slot in zip(node.outputs, results, outs):
+                    if slot is not None and value is not slot and not spec.alias:
+                        np.copyto(slot, value)
+                        value = slot
+                    env[name] = value
+        return _result(self.graph, [np.array(env[name]) for name in self.graph.outputs], tensors)
+
+    def __repr__(self):
+        return (f"Executor({self.graph.name}: {len(self.graph.nodes)} nodes, arena "
+                f"{self.plan.arena_bytes:,} bytes)")
+
+
+def _aligned_bytes(nbytes, align=64):
+    """A uint8 buffer of `nbytes` whose start is aligned to `align` bytes (SIMD loads)."""
+    raw = np.empty(nbytes + align, np.uint8)
+    start = (-raw.ctypes.data) % align
+    return raw[start:start + nbytes]
