@@ -392,13 +392,12 @@ def _avg_pool(b, out, x, params):
 
 @maps(Embedding)
 def _embedding(b, out, weight, idx, factors):
-    indices = b.value(idx if isinstance(idx, Tensor) else Tensor._make(np.array(idx)), np.int64)
+    indices = b.value(idx, np.int64)
     return b.emit("Gather", [b.value(weight), indices], axis=0)
 
 
 def _mask_value(b, mask):
-    return "" if mask is None else b.value(mask if isinstance(mask, Tensor)
-                                           else Tensor._make(np.array(mask)))
+    return "" if mask is None else b.value(mask)
 
 
 @maps(ScaledDotProductAttention)

@@ -46,6 +46,8 @@ class _Builder:
         self.values = {}            # id(Tensor) -> value name
         self.keep = []              # the Tensors in `values`, kept alive so ids stay unique
         self.versions = {}          # id(Tensor) -> its version counter when it was bound
+        self.arrays = {}            # id(Tensor._data) -> value name: a Function handed the
+        #                             array of a traced Tensor (e.g. embedding's indices)
         self.named = named_tensors  # id(parameter or buffer) -> its state_dict name
         self.path = []              # module path stack while the forward runs
         self.fn_name = ""
@@ -53,6 +55,7 @@ class _Builder:
     # ---- values -----------------------------------------------------------------------------
     def bind(self, tensor, name):
         self.values[id(tensor)] = name
+        self.arrays[id(tensor._data)] = name
         self.versions[id(tensor)] = tensor._vc[0]
         self.keep.append(tensor)
 
@@ -70,6 +73,8 @@ class _Builder:
             if name is _UNSEEN:
                 name = self.graph.add_constant(self.named.get(id(t), "const"), t._data.copy())
                 self.bind(t, name)
+        elif isinstance(t, np.ndarray) and id(t) in self.arrays:
+            name = self.arrays[id(t)]
         else:
             name = self.const(np.asarray(t))
         if dtype is not None and self.graph.values[name].dtype != np.dtype(dtype).name:

@@ -127,6 +127,7 @@ class ScaledDotProductAttention(Function):
     @staticmethod
     def forward(ctx, q, k, v, mask, scale, causal):
         qd, kd, vd = q._data, k._data, v._data
+        mask = mask._data if isinstance(mask, Tensor) else mask
         batch = np.broadcast_shapes(qd.shape[:-2], kd.shape[:-2], vd.shape[:-2])
         L, S = qd.shape[-2], kd.shape[-2]
         m4 = None if mask is None else _as4(np.broadcast_to(mask, batch + (L, S)), batch)
@@ -181,6 +182,7 @@ class MultiheadSelfAttention(Function):
     @staticmethod
     def forward(ctx, qkv, num_heads, mask, scale, causal, batch_first):
         a = qkv._data
+        mask = mask._data if isinstance(mask, Tensor) else mask
         q4, k4, v4 = (_heads(a, num_heads, batch_first, i, 3) for i in range(3))
         out = np.empty(a.shape[:-1] + (a.shape[-1] // 3,), a.dtype)
         m4 = None if mask is None else np.broadcast_to(mask, q4.shape[:3] + k4.shape[2:3])
@@ -300,9 +302,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                f"{_shape(attn_mask)} does not broadcast to the attention "
                                f"scores' shape {scores_shape} (..., L, S)")
         if attn_mask._data.dtype == np.bool_:
-            bias = np.where(attn_mask._data, 0, -np.inf).astype(query._data.dtype)
+            bias = _additive(attn_mask, query._data.dtype, 0.0, -np.inf)
         elif not (attn_mask.requires_grad and _State.enabled):
-            bias = attn_mask._data
+            bias = attn_mask
     if dropout_p == 0.0 and (attn_mask is None or bias is not None):
         return ScaledDotProductAttention.apply(query, key, value, bias, scale, is_causal)
     # the composed path: dropout on the weights, or a float mask that takes a gradient
@@ -336,8 +338,17 @@ def _canonical_mask(mask, name, other, other_name, dtype):
         warnings.warn(f"Support for mismatched {name} and {other_name} is deprecated. Use same "
                       f"type for both instead.", stacklevel=3)
     if kind == "b":
-        return Tensor._make(np.where(mask._data, -np.inf, 0).astype(dtype))
+        return _additive(mask, dtype, -np.inf, 0.0)
     return mask
+
+
+def _additive(mask, dtype, if_true, if_false):
+    """A bool mask as an additive float mask, ``where(mask, if_true, if_false)`` in `dtype`,
+    computed with Tensor ops so that graph.trace records it (a padding mask comes from the
+    input tokens: as a constant it would be frozen to the example's)."""
+    from ...ops.elementwise import where
+    return where(mask, Tensor._make(np.array(if_true, dtype)),
+                 Tensor._make(np.array(if_false, dtype)))
 
 
 def _check_mha(query, key, value, key_padding_mask, attn_mask, num_heads, embed_dim, separate,
@@ -426,12 +437,11 @@ def _mha_fused(query, key, value, num_heads, w, b, separate, q_w, k_w, v_w, w_ou
     L, S, E = query._data.shape[seq], key._data.shape[seq], query._data.shape[-1]
     N, H = query._data.shape[1 - seq], num_heads
     hd = E // H
-    mask = None
+    mask = None                       # Tensor ops, so that graph.trace sees the masks
     if attn_mask is not None:
-        m = attn_mask._data
-        mask = m.reshape(N, H, L, S) if m.ndim == 3 else m
+        mask = attn_mask.reshape(N, H, L, S) if attn_mask._data.ndim == 3 else attn_mask
     if key_padding_mask is not None:
-        kpm = key_padding_mask._data.reshape(N, 1, 1, S)
+        kpm = key_padding_mask.reshape(N, 1, 1, S)
         mask = kpm if mask is None else mask + kpm
     scale = 1.0 / math.sqrt(hd)
     if not separate and query is key and key is value:

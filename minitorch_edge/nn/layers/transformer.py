@@ -30,6 +30,7 @@ from ... import dtypes as _dt
 from ...ops.activation import gelu, relu
 from ...tensor import Tensor
 from ..containers import ModuleList
+from ..functional.attention import _additive
 from ..functional.fused import pair_forward
 from ..module import Module
 from ..init import xavier_uniform_
@@ -65,7 +66,7 @@ def _canonical(mask, dtype):
     """bool mask (True = blocked) -> float mask (-inf / 0); float masks stay as they are."""
     if mask is None or not isinstance(mask, Tensor) or mask._data.dtype != np.bool_:
         return mask
-    return Tensor._make(np.where(mask._data, -np.inf, 0).astype(dtype))
+    return _additive(mask, dtype, -np.inf, 0.0)
 
 
 def _detect_is_causal_mask(mask, is_causal, size):
