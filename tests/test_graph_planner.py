@@ -92,7 +92,7 @@ def test_mobilenet_v2_arena_meets_the_lower_bound():
     g = graph.trace(models.mobilenet_v2(), mte.randn(1, 3, 224, 224), check=False).optimize()
     plan = g.plan_memory().check()
     assert plan.arena_bytes == plan.lower_bound_bytes == 6_021_120
-    assert plan.naive_bytes > 10 * plan.arena_bytes
+    assert plan.naive_bytes > 4 * plan.arena_bytes      # 27 MB after fusion (79 MB traced)
 
 
 def test_plan_draws(tmp_path):

@@ -7,3 +7,4 @@ from .grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode, 
                         is_grad_enabled, is_inference_mode_enabled)
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError  # noqa: F401,E402
 from .tape import record_tape, Tape, detect_anomaly, set_detect_anomaly, is_anomaly_enabled  # noqa
+from .dot import to_dot  # noqa: F401,E402

@@ -16,6 +16,7 @@ from ..nn.functional.normalization import NativeBatchNorm, NativeLayerNorm
 from ..nn.functional.pooling import AvgPool2D, MaxPool2DWithIndices
 from ..nn.functional.sparse import Embedding
 from ..ops import _views, activation, compare, elementwise, index, join, minmax, reduce
+from ..ops.rearrange import ConstantPadNd
 from ..ops.softmax import LogSoftmax, SafeSoftmax, Softmax
 from ..ops import unary
 from ..tensor import Tensor
@@ -429,3 +430,15 @@ def _mhsa(b, out, qkv, heads, mask, scale, causal, batch_first):
                causal=int(bool(causal)))                                # (N, H, L, hd)
     y = b.emit("Transpose", [y], perm=[0, 2, 1, 3] if batch_first else [2, 0, 1, 3])
     return b.emit("Reshape", [y, b.ints(_shape(out))])
+
+
+@maps(ConstantPadNd)
+def _constant_pad(b, out, x, shape, src, dst, value):
+    """F.pad(x, pads, "constant", value): ONNX Pad with begins then ends per dim."""
+    in_shape = _shape(x)
+    if any((s.start, s.stop) != (0, n) for s, n in zip(src, in_shape)):
+        b.fail("padding with negative pads (cropping) does not map to Pad yet")
+    begins = [d.start for d in dst]
+    ends = [n - d.stop for n, d in zip(shape, dst)]
+    fill = b.const(np.asarray(value, out._data.dtype), "value")
+    return b.emit("Pad", [b.value(x), b.ints(begins + ends, "pads"), fill], mode="constant")

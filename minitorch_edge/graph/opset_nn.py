@@ -18,10 +18,12 @@ cache (backend.conv2d / backend.linear with ``act`` and ``residual``).
 import numpy as np
 
 from .. import backend
+from ..backend import numpy_backend
 from ..backend.numpy_backend import conv_output_size, pool_output_size
 from .opset import op, same_as_input
 
-ACTIVATIONS = ("none", "relu", "relu6", "gelu", "gelu_tanh")
+ACTIVATIONS = ("none", "relu", "relu6", "gelu", "gelu_tanh") + tuple(  # silu, hardswish: once
+    a for a in ("silu", "hardswish") if a in backend.numpy_backend.ACTIVATIONS)  # the backend has
 
 
 def _pads(attrs):
@@ -124,7 +126,7 @@ def _gemm(attrs, a, w, c=None, residual=None, act=None):
         y = y + (c if beta == 1.0 else c * c.dtype.type(beta))
     if residual is not None:
         y = y + residual
-    return backend.epilogue_activation(y, act, "Gemm") if act else y
+    return numpy_backend.epilogue_activation(y, act, "Gemm") if act else y
 
 
 @op("Gemm", _gemm_shape)
