@@ -450,3 +450,24 @@ def test_prepared_get_keys_by_view_and_key():
     assert len(calls) == 4
     prepared.clear()
     assert prepared.stats()["entries"] == 0
+
+
+@native
+@pytest.mark.parametrize("act", [None, "relu", "relu6"])
+def test_inference_conv_with_residual_takes_winograd_and_equals_the_twin(act):
+    """backend.conv2d(..., inference=True) with a residual (ResNet's relu(conv + b + x)) runs
+    Winograd, then the residual and the activation in place: equal to the twin within
+    Winograd's tolerance; a residual of another shape is refused."""
+    from minitorch_edge.backend import native_conv
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 64, 28, 28)).astype(np.float32)
+    w = rng.standard_normal((64, 64, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(64).astype(np.float32)
+    r = rng.standard_normal((1, 64, 28, 28)).astype(np.float32)
+    geom = ((1, 1), (1, 1, 1, 1), (1, 1), 1)
+    assert native_conv._winograd_tile(x.shape, w.shape, *geom)
+    got = native_conv.conv2d(x, w, b, *geom, act=act, residual=r, inference=True)
+    want = numpy_backend.conv2d(x, w, b, *geom, act=act, residual=r)
+    np.testing.assert_allclose(got, want, rtol=0, atol=TOL[4] * float(np.abs(want).max()) * 10)
+    with pytest.raises(ValueError, match="residual has shape"):
+        native_conv.conv2d(x, w, b, *geom, act=act, residual=r[:, :32], inference=True)

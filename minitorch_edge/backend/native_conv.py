@@ -7,7 +7,7 @@ kernels are built. Which kernel runs, decided here, next to the kernels:
     depthwise 3x3, padding 1, stride 1 or 2     _C.depthwise3x3*      ("depthwise3x3" kernels;
     (epilogue: bias + ReLU/ReLU6 only)                                native/src/depthwise.c)
     3x3, stride 1, groups 1, symmetric padding  _C.winograd3x3        ("winograd3x3" kernels,
-    (inference=True only; no residual)                                when _C.winograd_should_use;
+    (inference=True only)                                             when _C.winograd_should_use;
                                                                       U cached: prepared.py)
     everything else (any stride, padding, dilation, groups; 1x1 as a plain GEMM)
                                                 _C.conv2d*            im2col folded into the
@@ -27,8 +27,8 @@ The epilogue ``act(conv + bias + residual)`` (act None, "relu", "relu6", "gelu",
 residual None or shaped like the output, ResNet's relu(conv(x) + b + identity)) is applied by
 the GEMM's epilogue on each output tile while it is in cache. The depthwise 3x3 kernel fuses
 only bias + ReLU/ReLU6, so GELU or a residual there goes to the im2col path (whose direct
-depthwise loops take every epilogue); Winograd has no epilogue, so its activation is one
-in-place pass after it.
+depthwise loops take every epilogue); Winograd has no epilogue, so its residual and
+activation are in-place passes after it (still faster than im2col for ResNet's 3x3 layers).
 
 Anything the kernels do not take (a dtype other than float32, array subclasses) goes to the
 numpy twin; float32 arrays that are not C-contiguous are copied to C order first.
@@ -130,9 +130,14 @@ def conv2d(x, w, bias, stride, padding, dilation, groups, act=None, residual=Non
     if s is not None and _DEPTHWISE and residual is None and act in _DEPTHWISE_ACTS:
         return _C.depthwise3x3(x, w, bias, s, act or "none")
     tile = (_winograd_tile(x.shape, w.shape, stride, padding, dilation, groups)
-            if inference and residual is None else 0)
+            if inference else 0)
     if tile:
         y = _C.winograd3x3(x, w, bias, padding[0], padding[2], U=_winograd_u(w, tile), tile=tile)
+        if residual is not None:       # Winograd has no epilogue: the residual is one pass more
+            if residual.shape != y.shape:
+                raise ValueError(f"conv2d: residual has shape {residual.shape}, expected the "
+                                 f"output's shape {y.shape}")
+            y += residual
         return _activate_in_place(y, act)
     packed = _packed_weight(w, groups) if inference else None
     return _C.conv2d(x, w, bias, stride, padding, dilation, groups, act, residual,

@@ -114,6 +114,10 @@ def gemm_epilogue(a, b, bias=None, bias_mode="col", act=None, residual=None, tra
 # Fewer output features than this leave most of the SGEMM microkernel's tile empty; numpy's
 # BLAS is then faster (measured for a 10-class head: 128x256 @ 256x10).
 _LINEAR_MIN_OUT = 16
+# With one input row the product is a matrix-vector product, bound by reading w once: the
+# GEMM's packing of w costs more than the product itself (batch-1 inference of a 1280 -> 1000
+# classifier: 0.74 ms against BLAS's gemv 0.10 ms), so the twin (BLAS) takes it.
+_LINEAR_MIN_ROWS = 2
 
 
 def linear(x, w, bias=None, act=None):
@@ -123,6 +127,7 @@ def linear(x, w, bias=None, act=None):
     if (type(x) is not np.ndarray or type(w) is not np.ndarray or x.dtype != np.float32
             or w.dtype != np.float32 or x.ndim != 2 or w.ndim != 2
             or x.shape[1] != w.shape[1] or w.shape[0] < _LINEAR_MIN_OUT
+            or x.shape[0] < _LINEAR_MIN_ROWS
             or act not in _ref.ACTIVATIONS
             or not (bias is None or (type(bias) is np.ndarray and bias.dtype == np.float32
                                      and bias.shape == w.shape[:1]))):
