@@ -120,19 +120,22 @@ def _winograd_u(w, tile):
 # ---- the backend contract ----------------------------------------------------------------------
 
 def conv2d(x, w, bias, stride, padding, dilation, groups, act=None, residual=None,
-           inference=False):
-    """numpy_backend.conv2d (same arguments and result), computed natively."""
-    if act not in _ref.ACTIVATIONS or not _native(x, w, bias, residual):
-        return _ref.conv2d(x, w, bias, stride, padding, dilation, groups, act, residual)
+           inference=False, out=None):
+    """numpy_backend.conv2d (same arguments and result), computed natively; with `out` the
+    kernels write the result there (no allocation)."""
+    if act not in _ref.ACTIVATIONS or not _native(x, w, bias, residual, out):
+        return _ref.conv2d(x, w, bias, stride, padding, dilation, groups, act, residual,
+                           out=out)
     stride, padding, dilation = _geom(stride, padding, dilation)
     x, w, bias, residual = _c(x), _c(w), _c(bias), _c(residual)
     s = _depthwise3x3_stride(x.shape[1], w.shape, stride, padding, dilation, groups)
     if s is not None and _DEPTHWISE and residual is None and act in _DEPTHWISE_ACTS:
-        return _C.depthwise3x3(x, w, bias, s, act or "none")
+        return _C.depthwise3x3(x, w, bias, s, act or "none", out=out)
     tile = (_winograd_tile(x.shape, w.shape, stride, padding, dilation, groups)
             if inference else 0)
     if tile:
-        y = _C.winograd3x3(x, w, bias, padding[0], padding[2], U=_winograd_u(w, tile), tile=tile)
+        y = _C.winograd3x3(x, w, bias, padding[0], padding[2], U=_winograd_u(w, tile), tile=tile,
+                           out=out)
         if residual is not None:       # Winograd has no epilogue: the residual is one pass more
             if residual.shape != y.shape:
                 raise ValueError(f"conv2d: residual has shape {residual.shape}, expected the "
@@ -141,7 +144,7 @@ def conv2d(x, w, bias, stride, padding, dilation, groups, act=None, residual=Non
         return _activate_in_place(y, act)
     packed = _packed_weight(w, groups) if inference else None
     return _C.conv2d(x, w, bias, stride, padding, dilation, groups, act, residual,
-                     packed_w=packed)
+                     packed_w=packed, out=out)
 
 
 def _activate_in_place(y, act):

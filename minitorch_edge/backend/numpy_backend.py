@@ -167,7 +167,7 @@ def _grad_rows(grad_y, groups):
 
 
 def conv2d(x, w, bias, stride, padding, dilation, groups, act=None, residual=None,
-           inference=False):
+           inference=False, out=None):
     """2-D cross-correlation (what deep learning calls convolution), with an optional epilogue:
 
         z[n, o, r, s] = bias[o] + sum_{c in group(o), i, j}
@@ -177,7 +177,7 @@ def conv2d(x, w, bias, stride, padding, dilation, groups, act=None, residual=Non
     computed as im2col + one GEMM per group: (O/g, K) @ (K, N*Ho*Wo) with K = C/g*kh*kw.
     Returns (N, O, Ho, Wo), C-contiguous, in x's dtype. `inference` (True when no gradient
     will be taken) lets the native twin take its inference-only paths; here it changes
-    nothing."""
+    nothing. `out`: an array of the result's shape and dtype to write it into (returned)."""
     if act not in ACTIVATIONS:
         epilogue_activation(x[:0], act, "conv2d")  # raises the error
     n, _, h, wd = x.shape
@@ -194,7 +194,14 @@ def conv2d(x, w, bias, stride, padding, dilation, groups, act=None, residual=Non
             raise ValueError(f"conv2d: residual has shape {residual.shape}, expected the "
                              f"output's shape {y.shape}")
         y = y + residual
-    return np.ascontiguousarray(epilogue_activation(y, act, "conv2d"))
+    y = epilogue_activation(y, act, "conv2d")
+    if out is None:
+        return np.ascontiguousarray(y)
+    if out.shape != y.shape or out.dtype != y.dtype:
+        raise ValueError(f"conv2d: out has shape {out.shape} and dtype {out.dtype}, expected "
+                         f"{y.shape} and {y.dtype}")
+    np.copyto(out, y)
+    return out
 
 
 def conv2d_backward_input(grad_y, w, x_shape, stride, padding, dilation, groups):

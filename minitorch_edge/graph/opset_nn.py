@@ -66,11 +66,7 @@ def _conv_shape(attrs, ins):
 def _conv(attrs, x, w, b=None, residual=None, act=None, out=None):
     geom = (_pair(attrs, "strides"), _pads(attrs), _pair(attrs, "dilations"),
             attrs.get("group", 1))
-    y = backend.conv2d(x, w, b, *geom, act=act, residual=residual, inference=True)
-    if out is None:
-        return y
-    np.copyto(out, y)
-    return out
+    return backend.conv2d(x, w, b, *geom, act=act, residual=residual, inference=True, out=out)
 
 
 @op("Conv", _conv_shape, writes_out=True)

@@ -124,6 +124,27 @@ inline py::array_t<float> new_f32(std::initializer_list<int64_t> shape) {
 
 inline const float *fptr(const py::array &a) { return static_cast<const float *>(a.data()); }
 
+// The result array of a kernel: new when `out` is None, else `out` itself, which must be a
+// writeable, C-contiguous, aligned float32 array of exactly `shape` that shares no memory
+// with any of `inputs` (the kernel writes it while it reads them).
+inline py::array output_array(const char *op, py::handle out, std::initializer_list<int64_t> shape,
+                              std::initializer_list<const py::array *> inputs) {
+  if (out.is_none()) return new_f32(shape);
+  py::array y = checked_array(op, "out", out, static_cast<int>(shape.size()),
+                              static_cast<int>(shape.size()));
+  size_t k = 0;
+  for (int64_t d : shape)
+    if (y.shape(k++) != d)
+      throw py::value_error(msg(op, "out", " has shape (" + shape_str(y) + "), expected (" +
+                                               dims_str(shape) + ")"));
+  if (!y.writeable()) throw py::value_error(msg(op, "out", " is read-only"));
+  for (const py::array *a : inputs)
+    if (a && a->ptr() && overlaps(y, *a))
+      throw py::value_error(msg(op, "out", " shares memory with an input; pass a separate "
+                                           "array"));
+  return y;
+}
+
 // ------------------------------------------------------------------------ integers
 
 // a Python or numpy integer (not bool, not float) that fits in int64

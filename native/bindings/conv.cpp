@@ -61,7 +61,7 @@ std::array<int64_t, 4> shape4(const char *op, const char *name, py::handle obj) 
 
 py::array conv2d(py::handle x_obj, py::handle w_obj, py::handle b_obj, py::handle stride,
                  py::handle padding, py::handle dilation, int64_t groups, py::handle act_obj,
-                 py::handle res_obj, py::handle packed_obj) {
+                 py::handle res_obj, py::handle packed_obj, py::handle out_obj) {
   const char *op = "conv2d";
   py::array x = checked_array(op, "x", x_obj, 4, 4);
   py::array w = checked_array(op, "w", w_obj, 4, 4);
@@ -104,7 +104,8 @@ py::array conv2d(py::handle x_obj, py::handle w_obj, py::handle b_obj, py::handl
     packed = static_cast<const float *>(pk.data());
     packed_floats = pk.shape(0);
   }
-  py::array y = new_f32({d.batch, d.out_channels, d.out_h, d.out_w});
+  py::array y = output_array(op, out_obj, {d.batch, d.out_channels, d.out_h, d.out_w},
+                             {&x, &w, &b, &res});
   float *yp = static_cast<float *>(y.mutable_data());
   int st = without_gil([&] {
     return mte_conv2d_forward_packed(&d, fptr(x), fptr(w), packed, packed_floats, bias, act,
@@ -213,15 +214,16 @@ void mte_bind_conv(pybind11::module_ &m) {
   m.def("conv2d", &conv2d, py::arg("x"), py::arg("w"), py::arg("bias") = py::none(),
         py::arg("stride") = 1, py::arg("padding") = 0, py::arg("dilation") = 1,
         py::arg("groups") = 1, py::arg("act") = py::none(), py::arg("residual") = py::none(),
-        py::arg("packed_w") = py::none(),
+        py::arg("packed_w") = py::none(), py::arg("out") = py::none(),
         "conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, act=None,\n"
-        "       residual=None, packed_w=None)\n\n"
+        "       residual=None, packed_w=None, out=None)\n\n"
         "y = act(conv2d(x, w) + bias + residual), NCHW float32 (numpy_backend.conv2d plus a\n"
         "fused epilogue). x (N, C, H, W); w (O, C/groups, kh, kw); bias (O,) or None;\n"
         "residual None or shaped like y, (N, O, Ho, Wo) (a ResNet block's identity).\n"
         "stride, dilation: int or (h, w); padding: int, (ph, pw) or (top, bottom, left,\n"
         "right); act: None/'none', 'relu', 'relu6', 'gelu' or 'gelu_tanh', applied in the\n"
-        "GEMM's epilogue. Arrays must be C-contiguous float32. Returns (N, O, Ho, Wo).\n"
+        "GEMM's epilogue. Arrays must be C-contiguous float32. Returns (N, O, Ho, Wo): a new\n"
+        "array, or `out` (that shape, C-contiguous float32, no overlap with the inputs).\n"
         "packed_w: conv2d_pack_weight(w, groups), reused instead of packing w again.");
   m.def("conv2d_pack_weight", &pack_weight, py::arg("w"), py::arg("groups") = 1,
         "conv2d_pack_weight(w, groups=1) -> 1-D float32 array or None\n\n"

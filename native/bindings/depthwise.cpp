@@ -28,7 +28,7 @@ void check_weight(const char *op, const py::array &w, int64_t C) {
 }
 
 py::array depthwise3x3(py::handle x_obj, py::handle w_obj, py::handle b_obj, py::handle stride_obj,
-                       const std::string &activation) {
+                       const std::string &activation, py::handle out_obj) {
   const char *op = "depthwise3x3";
   py::array x = checked_array(op, "x", x_obj, 4, 4);
   py::array w = checked_array(op, "w", w_obj, 4, 4);
@@ -40,12 +40,12 @@ py::array depthwise3x3(py::handle x_obj, py::handle w_obj, py::handle b_obj, py:
   const float *bias = optional_vector(op, "bias", b_obj, C, b, "channel");
   const int64_t Ho = mte_depthwise3x3_output_size(H, stride);
   const int64_t Wo = mte_depthwise3x3_output_size(W, stride);
-  py::array_t<float> y = new_f32({N, C, Ho, Wo});
-  float *yp = y.mutable_data();
+  py::array y = output_array(op, out_obj, {N, C, Ho, Wo}, {&x, &w, &b});
+  float *yp = static_cast<float *>(y.mutable_data());
   run_kernel(op, [&] {
     return mte_depthwise3x3(N, C, H, W, stride, fptr(x), fptr(w), bias, act, yp);
   });
-  return std::move(y);
+  return y;
 }
 
 py::array depthwise3x3_backward_input(py::handle gy_obj, py::handle w_obj, py::handle stride_obj,
@@ -97,11 +97,12 @@ py::array depthwise3x3_backward_weight(py::handle gy_obj, py::handle x_obj, py::
 void mte_bind_depthwise(pybind11::module_ &m) {
   namespace py = pybind11;
   m.def("depthwise3x3", &depthwise3x3, py::arg("x"), py::arg("w"), py::arg("bias") = py::none(),
-        py::arg("stride") = 1, py::arg("activation") = "none",
-        "depthwise3x3(x, w, bias=None, stride=1, activation='none') -> y\n\n"
+        py::arg("stride") = 1, py::arg("activation") = "none", py::arg("out") = py::none(),
+        "depthwise3x3(x, w, bias=None, stride=1, activation='none', out=None) -> y\n\n"
         "Depthwise 3x3 convolution with padding 1: x (N, C, H, W), w (C, 1, 3, 3), bias (C,)\n"
         "or None, stride 1 or 2; y (N, C, (H-1)//stride+1, (W-1)//stride+1). activation:\n"
-        "'none', 'relu' or 'relu6', applied in the same pass. All float32, C-contiguous.");
+        "'none', 'relu' or 'relu6', applied in the same pass. All float32, C-contiguous.\n"
+        "out: an array to write y into (y's shape, no overlap with the inputs) or None.");
   m.def("depthwise3x3_backward_input", &depthwise3x3_backward_input, py::arg("grad_y"),
         py::arg("w"), py::arg("stride"), py::arg("H"), py::arg("W"),
         "depthwise3x3_backward_input(grad_y, w, stride, H, W) -> grad_x (N, C, H, W)");

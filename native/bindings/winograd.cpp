@@ -38,7 +38,7 @@ py::array transform_weight(py::handle w_obj, int tile) {
 }
 
 py::array conv(py::handle x_obj, py::handle w_obj, py::handle bias_obj, int64_t pad_h,
-               int64_t pad_w, py::handle u_obj, int tile) {
+               int64_t pad_w, py::handle u_obj, int tile, py::handle out_obj) {
   const char *op = "winograd3x3";
   checked_tile(op, tile, true);
   py::array x = checked_array(op, "x", x_obj, 4, 4);
@@ -88,7 +88,7 @@ py::array conv(py::handle x_obj, py::handle w_obj, py::handle bias_obj, int64_t 
                           std::to_string(pad_h) + ", " + std::to_string(pad_w) +
                           ") is smaller than the 3x3 kernel");
 
-  py::array out = new_f32({N, K, Ho, Wo});
+  py::array out = output_array(op, out_obj, {N, K, Ho, Wo}, {&x, &bias});
   float *Y = static_cast<float *>(out.mutable_data());
   run_kernel(op, [&] {
     return mte_winograd3x3(tile, N, C, H, W, K, pad_h, pad_w, fptr(x), Wp, Up, B, Y);
@@ -122,8 +122,8 @@ void mte_bind_winograd(pybind11::module_ &m) {
         "Transform once and pass U to winograd3x3 on every call.");
   m.def("winograd3x3", &conv, py::arg("x"), py::arg("w"), py::arg("bias") = py::none(),
         py::arg("pad_h") = 1, py::arg("pad_w") = 1, py::arg("U") = py::none(),
-        py::arg("tile") = 0,
-        "winograd3x3(x, w, bias=None, pad_h=1, pad_w=1, U=None, tile=0) -> y\n\n"
+        py::arg("tile") = 0, py::arg("out") = py::none(),
+        "winograd3x3(x, w, bias=None, pad_h=1, pad_w=1, U=None, tile=0, out=None) -> y\n\n"
         "3x3 convolution, stride 1, dilation 1, groups 1, by Winograd's algorithm:\n"
         "y = conv2d(x, w, bias, padding=(pad_h, pad_w)) for x (N, C, H, W), w (K, C, 3, 3),\n"
         "bias (K,) or None; y is (N, K, H + 2*pad_h - 2, W + 2*pad_w - 2). All float32,\n"
