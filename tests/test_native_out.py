@@ -42,6 +42,15 @@ def test_conv2d_writes_into_out(c, k, size, kernel, stride, depthwise, act, infe
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * max(1, np.abs(want).max()))
     twin_out = np.empty_like(out)
     assert numpy_backend.conv2d(x, w, b, *geom, act=act, residual=r, out=twin_out) is twin_out
+    # the same conv decided once (backend.conv2d_prepare, what the graph executor calls)
+    run = native_conv.conv2d_prepare(x.shape, w, b, *geom, act=act, residual=r is not None)
+    prepared_out = np.empty_like(out)
+    assert run(x, r, prepared_out) is prepared_out
+    np.testing.assert_allclose(prepared_out, want, rtol=1e-4,
+                               atol=1e-4 * max(1, np.abs(want).max()))
+    if not inference:        # conv2d's inference route is the one conv2d_prepare takes
+        run_twin = numpy_backend.conv2d_prepare(x.shape, w, b, *geom, act=act)
+        np.testing.assert_allclose(run_twin(x, r), want, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("kernel", ["conv2d", "depthwise3x3", "winograd3x3"])

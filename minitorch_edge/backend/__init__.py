@@ -63,6 +63,7 @@ matmul                 = _kernel("matmul",                 "native_gemm",  "sgem
 linear                 = _kernel("linear",                 "native_gemm",  "sgemm",  "sgemm")
 gemm_epilogue          = _kernel("gemm_epilogue",          "native_gemm",  "sgemm",  "sgemm")
 conv2d                 = _kernel("conv2d",                 "native_conv",  "conv2d", "sgemm")
+conv2d_prepare         = _kernel("conv2d_prepare",         "native_conv",  "conv2d", "sgemm")
 conv2d_backward_input  = _kernel("conv2d_backward_input",  "native_conv",  "conv2d", "sgemm")
 conv2d_backward_weight = _kernel("conv2d_backward_weight", "native_conv",  "conv2d", "sgemm")
 max_pool2d             = _kernel("max_pool2d",             "native_pool",  "pool2d", "pool")

@@ -39,7 +39,7 @@ from .. import _C  # ImportError when the extension is not built
 from . import numpy_backend as _ref
 from . import prepared
 
-__all__ = ["conv2d", "conv2d_backward_input", "conv2d_backward_weight"]
+__all__ = ["conv2d", "conv2d_prepare", "conv2d_backward_input", "conv2d_backward_weight"]
 
 # the kernel sets the conv route uses besides "conv2d" (which the dispatch table checks)
 _DEPTHWISE = "depthwise3x3" in _C.kernels()
@@ -145,6 +145,36 @@ def conv2d(x, w, bias, stride, padding, dilation, groups, act=None, residual=Non
     packed = _packed_weight(w, groups) if inference else None
     return _C.conv2d(x, w, bias, stride, padding, dilation, groups, act, residual,
                      packed_w=packed, out=out)
+
+
+def conv2d_prepare(x_shape, w, bias, stride, padding, dilation, groups, act=None,
+                   residual=False):
+    """numpy_backend.conv2d_prepare: the route of an inference conv2d for inputs of shape
+    `x_shape` and this constant w, chosen once (the same choice conv2d makes on every call),
+    with its prepared weights (packed panels or Winograd's U) fetched once, as a function
+    run(x, residual=None, out=None) that calls the kernel directly."""
+    stride, padding, dilation = _geom(stride, padding, dilation)
+    if act not in _ref.ACTIVATIONS or not _native(w, bias) or len(x_shape) != 4:
+        return _ref.conv2d_prepare(x_shape, w, bias, stride, padding, dilation, groups, act,
+                                   residual)
+    w, bias = _c(w), _c(bias)
+    name = act or "none"
+    s = _depthwise3x3_stride(x_shape[1], w.shape, stride, padding, dilation, groups)
+    if s is not None and _DEPTHWISE and not residual and act in _DEPTHWISE_ACTS:
+        return lambda x, residual=None, out=None: _C.depthwise3x3(x, w, bias, s, name, out=out)
+    tile = _winograd_tile(tuple(x_shape), w.shape, stride, padding, dilation, groups)
+    if tile:
+        u = _winograd_u(w, tile)
+
+        def winograd(x, residual=None, out=None):
+            y = _C.winograd3x3(x, w, bias, padding[0], padding[2], U=u, tile=tile, out=out)
+            if residual is not None:
+                y += residual
+            return _activate_in_place(y, act)
+        return winograd
+    packed = _packed_weight(w, groups)
+    return lambda x, residual=None, out=None: _C.conv2d(
+        x, w, bias, stride, padding, dilation, groups, act, residual, packed_w=packed, out=out)
 
 
 def _activate_in_place(y, act):

@@ -204,6 +204,16 @@ def conv2d(x, w, bias, stride, padding, dilation, groups, act=None, residual=Non
     return out
 
 
+def conv2d_prepare(x_shape, w, bias, stride, padding, dilation, groups, act=None,
+                   residual=False):
+    """An inference conv2d for inputs of shape `x_shape` and this constant w, decided once:
+    returns run(x, residual=None, out=None) = conv2d(x, w, bias, ...). Here it only binds the
+    arguments; the native twin also picks its kernel and prepares the weights once."""
+    def run(x, residual=None, out=None):
+        return conv2d(x, w, bias, stride, padding, dilation, groups, act, residual, out=out)
+    return run
+
+
 def conv2d_backward_input(grad_y, w, x_shape, stride, padding, dilation, groups):
     """dL/dx of conv2d for dL/dy = grad_y (also the forward of a transposed convolution):
     cols = W^T @ grad_y per group, then col2im. Only the Ho x Wo outputs in grad_y are used, so

@@ -11,9 +11,11 @@ possible reading of the graph, used by the tests as the oracle and by `Graph.run
   from, the arena view its output goes to); ops that can write into a given array
   (``writes_out``) do so, the others' results are copied into their place, and view ops
   (Reshape, Flatten, ...) are views of their input's buffer, as the planner arranged;
-* weights are prepared on a first run at construction: the backend caches what it derives
-  from a constant (packed GEMM panels, Winograd-transformed filters; backend/prepared.py), and
-  constants never change, so later calls reuse them.
+* weights are prepared once, when the steps are built: an op with a ``prepare`` rule (Conv,
+  mte.ConvAct) has the backend choose its kernel for these shapes and prepare its constant
+  weights (packed GEMM panels, Winograd-transformed filters) there and then; a first run at
+  construction warms everything else (backend/prepared.py caches what a kernel derives from a
+  constant, and graph constants never change).
 
 So a steady-state call allocates its outputs (copied out of the arena, since the next call
 overwrites it) and whatever a kernel needs internally (libmte takes that from its workspace
@@ -98,7 +100,8 @@ class Executor:
         self.plan = graph.plan_memory()
         self.arena = _aligned_bytes(self.plan.arena_bytes)
         self._slots = self._place()
-        self._steps = self._build_steps()
+        with _UseBackend(backend):
+            self._steps = self._build_steps()
         if prepare:
             zeros = [np.zeros(graph.values[n].shape, graph.values[n].dtype) for n in graph.inputs]
             self(*zeros)
@@ -114,11 +117,23 @@ class Executor:
         return slots
 
     def _build_steps(self):
-        steps = []
-        for node in self.graph.nodes:
+        """One step a node: (node, its run function, whether it writes into `out`, whether it
+        is a view, its output slots). An op with a `prepare` rule gets the function it
+        returns (kernel chosen and weights prepared now, once)."""
+        steps, g = [], self.graph
+        for node in g.nodes:
             spec = opset.OPS[node.op]
             outs = [self._slots.get(o) for o in node.outputs]
-            steps.append((node, spec, outs))
+            run = None
+            if spec.prepare is not None:
+                values = [g.values[n] if n else None for n in node.inputs]
+                consts = [g.constants.get(n) if n else None for n in node.inputs]
+                fast = spec.prepare(node.attrs, values, consts)
+                if fast is not None:
+                    run = fast
+            if run is None:
+                run = _bound(spec.run, node.attrs, spec.writes_out)
+            steps.append((node, run, spec.writes_out, spec.alias, outs))
         return steps
 
     def __call__(self, *inputs):
@@ -126,17 +141,17 @@ class Executor:
         env = dict(self.graph.constants)
         env.update(zip(self.graph.inputs, arrays))
         with _UseBackend(self.backend):
-            for node, spec, outs in self._steps:
+            for node, run, writes_out, alias, outs in self._steps:
                 args = [env[name] if name else None for name in node.inputs]
                 out = outs[0] if len(outs) == 1 else None
-                if spec.alias or out is None:
-                    results = opset.run_node(node, args)
-                elif spec.writes_out:
-                    results = opset.run_node(node, args, out=out)
+                if writes_out and out is not None:
+                    results = run(*args, out=out)
                 else:
-                    results = opset.run_node(node, args)
+                    results = run(*args)
+                if not isinstance(results, tuple):
+                    results = (results,)
                 for name, value, slot in zip(node.outputs, results, outs):
-                    if slot is not None and value is not slot and not spec.alias:
+                    if slot is not None and value is not slot and not alias:
                         np.copyto(slot, value)
                         value = slot
                     env[name] = value
@@ -145,6 +160,13 @@ class Executor:
     def __repr__(self):
         return (f"Executor({self.graph.name}: {len(self.graph.nodes)} nodes, arena "
                 f"{self.plan.arena_bytes:,} bytes)")
+
+
+def _bound(run, attrs, writes_out):
+    """An op's run function with its attributes bound: f(*arrays[, out])."""
+    if writes_out:
+        return lambda *arrays, out=None: run(attrs, *arrays, out=out)
+    return lambda *arrays: run(attrs, *arrays)
 
 
 def _aligned_bytes(nbytes, align=64):

@@ -21,6 +21,11 @@ An op is registered with the `op` decorator on its run function:
   elements at the same place, so the planner may let the output reuse that input's memory.
 * ``alias``: the output is a view of input 0's memory (Reshape, Flatten, Squeeze, ...): the
   planner gives both one buffer.
+* ``prepare`` (optional): ``prepare(attrs, values, constants)`` -> a function of the input
+  arrays (and ``out``) with everything that depends only on the shapes and on constant inputs
+  decided once (which kernel runs, the packed weights); None when it does not apply. The
+  executor calls it when it builds its steps (``values``: each input's Value or None;
+  ``constants``: each input's array where it is a constant, else None).
 
 The ops themselves are in opset_tensor.py (elementwise, shape and reduction ops) and opset_nn.py
 (convolution, GEMM, pooling, normalization, attention and the fused ``mte`` ops).
@@ -42,16 +47,17 @@ class OpDef:
     alias: bool = False
     writes_out: bool = False
     doc: str = ""
+    prepare: Callable = None
 
 
 OPS = {}
 
 
-def op(name, infer, elementwise=False, alias=False, writes_out=False):
+def op(name, infer, elementwise=False, alias=False, writes_out=False, prepare=None):
     """Register the decorated run function as op `name` (see the module docstring)."""
     def register(run):
         OPS[name] = OpDef(name, run, infer, elementwise, alias, writes_out,
-                          (run.__doc__ or "").strip())
+                          (run.__doc__ or "").strip(), prepare)
         return run
     return register
 

@@ -69,7 +69,22 @@ def _conv(attrs, x, w, b=None, residual=None, act=None, out=None):
     return backend.conv2d(x, w, b, *geom, act=act, residual=residual, inference=True, out=out)
 
 
-@op("Conv", _conv_shape, writes_out=True)
+def _conv_prepare(attrs, values, constants):
+    """Conv / mte.ConvAct with constant W (and B): the backend picks the kernel and prepares
+    the weights once (backend.conv2d_prepare)."""
+    w, b = constants[1], constants[2] if len(constants) > 2 else None
+    if w is None or (len(values) > 2 and values[2] is not None and b is None):
+        return None
+    act = attrs.get("activation", "none")
+    geom = (_pair(attrs, "strides"), _pads(attrs), _pair(attrs, "dilations"),
+            attrs.get("group", 1))
+    residual = len(values) > 3 and values[3] is not None
+    run = backend.conv2d_prepare(values[0].shape, w, b, *geom,
+                                 act=None if act == "none" else act, residual=residual)
+    return lambda x, w=None, b=None, r=None, out=None: run(x, r, out)
+
+
+@op("Conv", _conv_shape, writes_out=True, prepare=_conv_prepare)
 def conv(attrs, x, w, b=None, out=None):
     """y = conv2d(X, W) + B (cross-correlation; attrs kernel_shape, strides, pads, dilations,
     group)."""
@@ -84,7 +99,7 @@ def _check_act(attrs):
 
 
 @op("mte.ConvAct", lambda attrs, ins: (_check_act(attrs), _conv_shape(attrs, ins))[1],
-    writes_out=True)
+    writes_out=True, prepare=_conv_prepare)
 def conv_act(attrs, x, w, b=None, residual=None, out=None):
     """y = act(conv2d(X, W) + B + R): Conv, the residual Add and the activation in one pass."""
     act = attrs.get("activation", "none")
