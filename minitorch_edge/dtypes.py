@@ -12,8 +12,11 @@ bfloat16 is stored through the optional ``ml_dtypes`` package (``pip install ml_
 without it the dtype exists but making a bfloat16 tensor raises, naming that fix). It promotes
 as in PyTorch: bfloat16 + float16 -> float32, bfloat16 + float32 -> float32, int + bfloat16 ->
 bfloat16. Arithmetic on it runs through ml_dtypes, which computes each element in float32 and
-rounds back to bfloat16 — until mixed precision arrives, bfloat16 saves memory, not time.
-numpy reports its kind as 'V', not 'f': test floating arrays with `is_float_array`.
+rounds back to bfloat16; ops numpy has no bfloat16 loop for (matmul, exp, softmax, norms,
+reductions, layers) widen to float32 with `compute_array` and round back once with
+`result_array`, as PyTorch's CPU kernels do. bfloat16 saves memory, not time.
+numpy reports its kind as 'V', not 'f': test floating arrays with `is_float_array` (numpy
+dtypes with `is_float_dtype`).
 """
 import numpy as np
 
@@ -96,8 +99,48 @@ def is_float_array(array):
     return array.dtype.kind == "f" or array.dtype in _FLOAT_NP
 
 
+def is_float_dtype(np_dtype):
+    """Whether a numpy dtype is one of our floating dtypes (bfloat16 included)."""
+    return np_dtype.kind == "f" or np_dtype in _FLOAT_NP
+
+
 def bf16_available():
     return bfloat16._np is not None
+
+
+# ---- computing on bfloat16: widen to float32, round back once (as PyTorch's CPU kernels) -----
+_BF16_NP = bfloat16._np
+_F32_NP = np.dtype(np.float32)
+
+
+def is_bf16(np_dtype):
+    """Whether numpy dtype `np_dtype` is bfloat16 (cheap for every other dtype)."""
+    return np_dtype.kind == "V" and np_dtype == _BF16_NP
+
+
+def compute_array(x):
+    """The array a floating op computes on: a bfloat16 array widened to float32, any other as
+    it is. Pair with `result_array` to round the result back once."""
+    return x.astype(_F32_NP) if x.dtype.kind == "V" and x.dtype == _BF16_NP else x
+
+
+def compute_dtype(np_dtype):
+    """The numpy dtype an op on `np_dtype` computes in: float32 for bfloat16, else itself."""
+    return _F32_NP if np_dtype.kind == "V" and np_dtype == _BF16_NP else np_dtype
+
+
+def finfo(np_dtype):
+    """numpy's finfo of a floating numpy dtype; ml_dtypes' for bfloat16 (numpy's does not
+    know it)."""
+    return _ml_dtypes.finfo(np_dtype) if is_bf16(np_dtype) else np.finfo(np_dtype)
+
+
+def result_array(y, np_dtype):
+    """`y`, computed on `compute_array` input, as the op's result dtype `np_dtype`: a bfloat16
+    result is rounded from float32 once; for any other dtype `y` comes back untouched."""
+    if np_dtype.kind == "V" and np_dtype == _BF16_NP and y.dtype != np_dtype:
+        return np.asarray(y).astype(np_dtype)
+    return y
 
 
 def _by_name(name):

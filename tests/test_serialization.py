@@ -246,9 +246,10 @@ def test_we_read_safetensors_torch_files(tmp_path):
         assert np.array_equal(ours[k]._data, t.numpy()) and ours[k]._data.dtype == t.numpy().dtype
     model = mte.nn.Linear(3, 4)
     model.load_state_dict({"weight": ours["fc.weight"], "bias": ours["fc.bias"]})
-    st_torch.save_file({"b": torch.ones(2, dtype=torch.bfloat16)}, str(tmp_path / "bf.st"))
-    with pytest.raises(ModelFormatError, match=r'tensor "b": dtype BF16 \(bfloat16\)'):
-        load(tmp_path / "bf.st")
+    bf = torch.tensor([1.5, -2.25, 3.1e5], dtype=torch.bfloat16)     # BF16 loads (ml_dtypes)
+    st_torch.save_file({"b": bf}, str(tmp_path / "bf.st"))
+    got = load(tmp_path / "bf.st")["b"]
+    assert got.dtype == mte.bfloat16 and got.float().tolist() == bf.float().tolist()
 
 
 def test_torch_pickle_files_are_refused(tmp_path):
@@ -362,7 +363,8 @@ CORPUS = {
                              F8), 'key "a" twice'),
     "nan constant": (_file('{"__metadata__": {"x": NaN}}'), "contains NaN"),
     "unknown dtype": (_file({"w": _entry(dtype="F128")}, F8), "unknown dtype 'F128'"),
-    "bf16": (_file({"w": _entry(dtype="BF16", offsets=(0, 4))}, F8[:4]), "bfloat16"),
+    "float8": (_file({"w": _entry(dtype="F8_E4M3", offsets=(0, 2))}, F8[:2]), "float8"),
+    "bf16 length": (_file({"w": _entry(dtype="BF16")}, F8), "of BF16 needs 4"),
     "length mismatch": (_file({"fc.weight": _entry("F32", (2, 4), (0, 24))}, b"\x00" * 24),
                         'tensor "fc.weight": data_offsets [0, 24] hold 24 bytes but shape '
                         '[2, 4] of F32 needs 32'),

@@ -32,6 +32,7 @@ from heapq import heappop, heappush
 
 import numpy as np
 
+from ..dtypes import is_float_dtype
 from ..tensor import Tensor
 from .function import _Recording
 from .grad_mode import _State
@@ -221,7 +222,7 @@ def _materialize_missing_grads(node, grads):
 
 def _check_finite(node, i, g):
     """Anomaly mode: a nan/inf gradient is an error that names the forward call behind it."""
-    if g._data.dtype.kind == "f" and not np.isfinite(g._data).all():
+    if is_float_dtype(g._data.dtype) and not np.isfinite(g._data).all():
         what = "nan" if np.isnan(g._data).any() else "inf"
         raise RuntimeError(f"Function '{node.name()}' returned {what} values in its {i}th "
                            f"output.\nThe forward call that created this node:\n"

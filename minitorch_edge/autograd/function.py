@@ -30,6 +30,7 @@ import traceback
 
 import numpy as np
 
+from ..dtypes import is_float_dtype as _is_float
 from ..tensor import Tensor
 from .grad_mode import _State
 
@@ -300,7 +301,7 @@ def _apply_builtin(cls, *args):
         ctx._next = _edges(args, needs)
         ctx._seq = next(_sequence)
         ctx._out_meta = ((out.shape, out.dtype),)   # _connect_outputs, inlined
-        if out.dtype.kind == "f" and ctx._non_diff is None:
+        if (out.dtype.kind == "f" or _is_float(out.dtype)) and ctx._non_diff is None:
             result._rg = True
             result._fn = ctx
         if cls.save_output:
@@ -385,7 +386,7 @@ def _mark_dirty_outputs(cls, dirty, args, outputs, record):
             continue
         t._vc[0] += 1
         t._vc[1] = name
-        if record and t._data.dtype.kind == "f":
+        if record and _is_float(t._data.dtype):
             if t._fn is None and t._rg:
                 raise RuntimeError(f"a leaf Variable that requires grad has been used in an "
                                    f"in-place operation. ({name} marked it dirty: pass a clone "
@@ -405,7 +406,7 @@ def _connect_outputs(ctx, cls, raw_out, outputs):
             continue
         if non_diff and (id(t) in non_diff or id(raws[k]) in non_diff):
             continue
-        if t._data.dtype.kind == "f":
+        if _is_float(t._data.dtype):    # bfloat16 included
             t._rg = True
             t._fn = ctx
             t._nr = k

@@ -8,7 +8,8 @@ derivatives work. Exponentials are only evaluated where they cannot overflow, so
 logsigmoid, silu and mish stay finite, with finite gradients, for inputs of any size.
 
 ``inplace=True`` (and relu_, elu_, ...) writes the result into the input through ops/inplace.py,
-with PyTorch's checks (no in-place change of a leaf that requires grad).
+with PyTorch's checks (no in-place change of a leaf that requires grad). bfloat16 input is
+computed in float32 and rounded back once (`dtypes.compute_array` / `result_array`).
 
 Differences from PyTorch: a dtype an activation does not support raises TypeError (PyTorch:
 RuntimeError/NotImplementedError); softplus stays finite for beta*x above 88 even with a huge
@@ -19,6 +20,7 @@ import math
 import numpy as np
 
 from .. import backend
+from .. import dtypes as _dt
 from ..autograd.engine import mark_fresh
 from ..autograd.function import Function
 from ..autograd.grad_mode import _State
@@ -46,8 +48,8 @@ def _check(input, op, ints=False):
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
-    kind = input._data.dtype.kind
-    if kind == "b" or (kind != "f" and not ints):
+    dt = input._data.dtype
+    if dt.kind == "b" or (not ints and not _dt.is_float_dtype(dt)):
         raise TypeError(f"{op}(): not supported for {input._data.dtype} tensors; convert with "
                         f".float() first")
 
@@ -125,11 +127,11 @@ class LeakyRelu(Function):
 
     @staticmethod
     def forward(ctx, a, slope):
-        x = a._data
+        x = _dt.compute_array(a._data)         # bfloat16: in float32, rounded once
         pos = x > 0
         if ctx.needs_input_grad:
             ctx.mask, ctx.slope = pos, slope
-        return np.where(pos, x, x * x.dtype.type(slope))
+        return _dt.result_array(np.where(pos, x, x * x.dtype.type(slope)), a._data.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -142,10 +144,10 @@ class Hardsigmoid(Function):
 
     @staticmethod
     def forward(ctx, a):
-        x = a._data
+        x = _dt.compute_array(a._data)
         if ctx.needs_input_grad:
             ctx.mask = (x > -3) & (x < 3)
-        return np.clip(x + 3, 0, 6) / x.dtype.type(6)
+        return _dt.result_array(np.clip(x + 3, 0, 6) / x.dtype.type(6), a._data.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -159,11 +161,11 @@ class Hardswish(Function):
 
     @staticmethod
     def forward(ctx, a):
-        x = a._data
+        x = _dt.compute_array(a._data)
         if ctx.needs_input_grad:
             ctx.save_for_backward(a)
             ctx.masks = ((x > -3) & (x < 3), x >= 3)
-        return x * np.clip(x + 3, 0, 6) / x.dtype.type(6)
+        return _dt.result_array(x * np.clip(x + 3, 0, 6) / x.dtype.type(6), a._data.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -181,14 +183,14 @@ class Elu(Function):
 
     @staticmethod
     def forward(ctx, a, alpha, scale, s):
-        x = a._data
+        x = _dt.compute_array(a._data)
         pos = x > 0
         if ctx.needs_input_grad:
             ctx.save_for_backward(a)
             ctx.mask, ctx.coef = pos, (alpha, scale, s)
         f = x.dtype.type
         neg = f(scale * alpha) * np.expm1(np.minimum(x, 0) * f(s))  # exp only of x <= 0
-        return np.where(pos, x * f(scale), neg)
+        return _dt.result_array(np.where(pos, x * f(scale), neg), a._data.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -219,14 +221,16 @@ class Gelu(Function):
         if ctx.needs_input_grad:
             ctx.save_for_backward(a)
             ctx.approximate = approximate
-        return backend.gelu(a._data, approximate)
+        x = a._data                             # bfloat16: in float32, rounded once
+        return _dt.result_array(backend.gelu(_dt.compute_array(x), approximate), x.dtype)
 
     @staticmethod
     def backward(ctx, grad):
         x, = ctx.saved_tensors
         if not _State.enabled:             # nothing recorded: the kernel on the arrays
-            return Tensor._make(mark_fresh(backend.gelu_backward(grad._data, x._data,
-                                                                 ctx.approximate))), None
+            g = backend.gelu_backward(_dt.compute_array(grad._data), _dt.compute_array(x._data),
+                                      ctx.approximate)
+            return Tensor._make(mark_fresh(_dt.result_array(g, grad._data.dtype))), None
         # beyond |x| = 40 the terms with e^(-x^2/2) or 1 - tanh^2 are exactly 0; clamping x
         # there keeps x^2, x^3 from overflowing (inf * 0 would give nan)
         xc = clamp(x, -_GELU_CLIP, _GELU_CLIP)
@@ -247,7 +251,8 @@ class Silu(Function):
     def forward(ctx, a):
         if ctx.needs_input_grad:
             ctx.save_for_backward(a)
-        return a._data * _sigmoid(a._data)
+        x = _dt.compute_array(a._data)
+        return _dt.result_array(x * _sigmoid(x), a._data.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -263,14 +268,14 @@ class Softplus(Function):
 
     @staticmethod
     def forward(ctx, a, beta, threshold):
-        x = a._data
+        x = _dt.compute_array(a._data)
         f = x.dtype.type
         z = x * f(beta)
         linear = z > threshold
         if ctx.needs_input_grad:
             ctx.save_for_backward(a)
             ctx.mask, ctx.beta = linear, beta
-        return np.where(linear, x, _softplus_np(z) / f(beta))
+        return _dt.result_array(np.where(linear, x, _softplus_np(z) / f(beta)), a._data.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -286,7 +291,7 @@ class LogSigmoid(Function):
     def forward(ctx, a):
         if ctx.needs_input_grad:
             ctx.save_for_backward(a)
-        return -_softplus_np(-a._data)
+        return _dt.result_array(-_softplus_np(-_dt.compute_array(a._data)), a._data.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -300,10 +305,10 @@ class Mish(Function):
 
     @staticmethod
     def forward(ctx, a):
-        x = a._data
+        x = _dt.compute_array(a._data)
         if ctx.needs_input_grad:
             ctx.save_for_backward(a)
-        return x * np.tanh(_softplus_np(x))
+        return _dt.result_array(x * np.tanh(_softplus_np(x)), a._data.dtype)
 
     @staticmethod
     def backward(ctx, grad):

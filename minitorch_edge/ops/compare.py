@@ -70,7 +70,7 @@ IsFinite = type("isfinite", (_Predicate,), {"_np": staticmethod(np.isfinite)})
 class BitwiseNot(_Predicate):
     @staticmethod
     def forward(ctx, a):
-        if a._data.dtype.kind == "f":
+        if is_float(a._data.dtype):
             raise TypeError("bitwise_not: not implemented for floating-point tensors")
         return np.invert(a._data)
 

@@ -139,7 +139,7 @@ def _running(input, dim, op, ufunc, fn, result):
         best = ufunc.accumulate(a, axis=d)
         # a new extreme, a tie (the later position wins) or a NaN (which always takes over)
         mark = best == a
-        if a.dtype.kind == "f":
+        if _dt.is_float_dtype(a.dtype):
             mark |= np.isnan(a)
         pos = np.arange(a.shape[d]).reshape([-1 if k == d else 1 for k in range(a.ndim)])
         idx = np.maximum.accumulate(np.where(mark, pos, -1), axis=d).astype(np.int64)
@@ -191,7 +191,7 @@ class Logcumsumexp(Function):
             return grad, None
 
         g = grad._data
-        lowest = float(np.finfo(g.dtype).min)      # finite, so that no inf - inf appears
+        lowest = float(_dt.finfo(g.dtype).min)      # finite, so that no inf - inf appears
 
         def part(mask):
             m = Tensor._make(mask)

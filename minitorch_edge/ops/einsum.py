@@ -20,6 +20,7 @@ The work is split in two:
 """
 import numpy as np
 
+from .. import dtypes as _dt
 from ..autograd.function import Function
 from ..tensor import Tensor
 from ._util import shape_str
@@ -138,9 +139,12 @@ class Einsum(Function):
         if len(arrays) == 1 and arrays[0].dtype.kind in "biu" and set(subs[0]) - set(out):
             arrays[0] = arrays[0].astype(np.int64)   # a sum of integers is int64, as sum()
         eq = ",".join(subs) + "->" + out
-        res = np.asarray(np.einsum(eq, *arrays, optimize=len(arrays) >= 3))
+        t = arrays[0].dtype                 # bfloat16: computed in float32, rounded once
+        res = np.asarray(np.einsum(eq, *[_dt.compute_array(x) for x in arrays],
+                                   optimize=len(arrays) >= 3))
         if len(arrays) == 1 and np.may_share_memory(res, arrays[0]):
             res = res.copy()   # np.einsum may return a view (transpose, diagonal): never share
+        res = _dt.result_array(res, t)
         if ctx.needs_input_grad:
             ctx.spec = spec
             ctx.save_for_backward(*ops)

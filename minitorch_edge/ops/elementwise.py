@@ -189,7 +189,7 @@ class FloorDiv(_Binary):
     @staticmethod
     def forward(ctx, a, b):
         x, y, t = promote(a, b, "floor_divide")
-        if t.kind != "f":
+        if not is_float(t):
             _no_bool(t, "floor_divide")
             _no_zero_divisor(x, y, t)
         return np.floor_divide(x, y)
@@ -205,7 +205,7 @@ class Remainder(_Binary):
     @staticmethod
     def forward(ctx, a, b):
         x, y, t = promote(a, b, "remainder")
-        if t.kind != "f":
+        if not is_float(t):
             _no_bool(t, "remainder")
             _no_zero_divisor(x, y, t)
         if ctx.needs_input_grad:
@@ -229,7 +229,7 @@ class Fmod(_Binary):
     @staticmethod
     def forward(ctx, a, b):
         x, y, t = promote(a, b, "fmod")
-        if t.kind != "f":
+        if not is_float(t):
             _no_bool(t, "fmod")
             _no_zero_divisor(x, y, t)
         if ctx.needs_input_grad:
@@ -425,7 +425,12 @@ class Lerp(Function):
         if ctx.needs_input_grad:
             ctx.save_for_backward(a, b, w)
             ctx.shapes = (_shape(a), _shape(b), _shape(w))
-        return np.asarray(x + wv * (y - x)).astype(np.result_type(x, y), copy=False)
+        t = np.result_type(x, y)
+        x, y = _dt.compute_array(np.asarray(x)), _dt.compute_array(np.asarray(y))
+        if isinstance(wv, np.ndarray):                   # bfloat16: in float32, rounded once
+            wv = _dt.compute_array(wv)
+        out = np.asarray(x + wv * (y - x)).astype(_dt.compute_dtype(t), copy=False)
+        return _dt.result_array(out, t)
 
     @staticmethod
     def backward(ctx, grad):

@@ -33,8 +33,9 @@ LEAF_MSG = ("a leaf Variable that requires grad is being used in an in-place ope
             "(Wrap the update in `with minitorch_edge.no_grad():` or use the out-of-place op.)")
 
 
-def _category(kind):
-    return {"b": 0, "u": 1, "i": 1, "f": 2}[kind]
+def _category(np_dtype):
+    """0 bool, 1 integer, 2 floating (bfloat16, numpy kind 'V', included)."""
+    return 2 if is_float(np_dtype) else {"b": 0, "u": 1, "i": 1}[np_dtype.kind]
 
 
 def _recording(self, args):
@@ -80,7 +81,7 @@ def apply_inplace(self, name, compute, args=(), cast=False):
         raise RuntimeError(f"{name}_: output with shape {list(dst.shape)} doesn't match the "
                            f"broadcast shape {list(out.shape)}")
     if out.dtype != dst.dtype and not cast and \
-            _category(out.dtype.kind) > _category(dst.dtype.kind):
+            _category(out.dtype) > _category(dst.dtype):
         raise RuntimeError(f"{name}_: result type {_dt._FROM_NP[out.dtype].name} can't be cast to "
                            f"the desired output type {_dt._FROM_NP[dst.dtype].name}; use the "
                            f"out-of-place {name}() or convert the tensor first")

@@ -19,6 +19,7 @@ and cross are einsum equations (see einsum.py); outer and kron are broadcast pro
 import numpy as np
 
 from .. import backend
+from .. import dtypes as _dt
 from ..autograd.function import Function
 from ..tensor import Tensor
 from ._util import check_broadcast, norm_dim, shape_str, sum_to, tensor_method
@@ -91,7 +92,9 @@ class Mm(Function):
     def forward(ctx, a, b):
         if ctx.needs_input_grad:
             ctx.save_for_backward(a, b)
-        return np.asarray(backend.matmul(a._data, b._data))   # 1-D @ 1-D gives a numpy scalar
+        x, y = a._data, b._data                 # bfloat16: multiplied in float32, rounded once
+        out = np.asarray(backend.matmul(_dt.compute_array(x), _dt.compute_array(y)))
+        return _dt.result_array(out, x.dtype)     # (1-D @ 1-D gives a numpy scalar)
 
     @staticmethod
     def backward(ctx, grad):

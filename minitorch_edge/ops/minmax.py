@@ -20,6 +20,7 @@ import collections
 
 import numpy as np
 
+from .. import dtypes as _dt
 from ..autograd.function import Function
 from ..tensor import Tensor
 from ._util import norm_dim, norm_dims, tensor_method
@@ -46,7 +47,7 @@ def _check_nonempty(x, dims, op, whole):
 
 def _same(x, y):
     """Where x equals the (broadcast) result y; NaN counts as equal to NaN."""
-    return (x == y) | (np.isnan(x) & np.isnan(y)) if x.dtype.kind == "f" else x == y
+    return (x == y) | (np.isnan(x) & np.isnan(y)) if _dt.is_float_dtype(x.dtype) else x == y
 
 
 # ---- whole-tensor and multi-dim values: amax/amin, max()/min() ---------------------------------
@@ -163,7 +164,7 @@ class MedianDim(_PickDim):
         n = x.shape[dim]
         order = np.argsort(x, axis=dim, kind="stable")
         idx = np.take(order, [(n - 1) // 2], axis=dim)
-        if x.dtype.kind == "f":
+        if _dt.is_float_dtype(x.dtype):
             nan = np.isnan(x)
             idx = np.where(nan.any(axis=dim, keepdims=True),
                            np.argmax(nan, axis=dim, keepdims=True), idx)
@@ -239,7 +240,7 @@ class MedianAll(Function):
         x = a._data.reshape(-1)
         if x.size == 0:
             out = np.asarray(np.nan, a._data.dtype)
-        elif x.dtype.kind == "f" and np.isnan(x).any():
+        elif _dt.is_float_dtype(x.dtype) and np.isnan(x).any():
             out = np.asarray(np.nan, x.dtype)
         else:
             out = np.asarray(np.sort(x, kind="stable")[(x.size - 1) // 2])

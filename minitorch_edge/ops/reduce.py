@@ -7,9 +7,9 @@ reduced dims are first re-inserted as size 1, then the gradient is expanded to t
 again; constant masks (where the zeros are, which element was the largest) are numpy arrays
 wrapped with `Tensor._make`.
 
-Dtypes follow PyTorch: sums and products of integers/bools give int64; float16 is accumulated in
-float32 and the result cast back; mean/var/std/norm refuse integer input (pass dtype= or
-convert with .float()). As in PyTorch, ``dim=()`` (an empty tuple) means "every dim", except
+Dtypes follow PyTorch: sums and products of integers/bools give int64; float16 and bfloat16 are
+accumulated in float32 and the result cast back; mean/var/std/norm refuse integer input (pass
+dtype= or convert with .float()). As in PyTorch, ``dim=()`` (an empty tuple) means "every dim", except
 for all/any, where it reduces nothing.
 Max/min/argmax/median live in minmax.py, cumsum/cumprod in cumulative.py, softmax and
 log_softmax in softmax.py.
@@ -52,8 +52,9 @@ def _count(shape, dims):
 
 
 def _acc(x):
-    """The array to accumulate in: float16 is summed in float32 (as PyTorch does on CPU)."""
-    return x.astype(np.float32) if x.dtype == np.float16 else x
+    """The array to accumulate in: float16 and bfloat16 are summed in float32 (as PyTorch does
+    on CPU)."""
+    return x.astype(np.float32) if x.dtype == np.float16 else _dt.compute_array(x)
 
 
 def _const(array, like):
@@ -62,7 +63,7 @@ def _const(array, like):
 
 
 def _require_float(input, op, what="Input dtype must be either a floating point dtype"):
-    if input._data.dtype.kind != "f":
+    if not _dt.is_float_dtype(input._data.dtype):
         raise RuntimeError(f"{op}(): could not infer output dtype. {what}. Got: {input.dtype.name}"
                            f". Pass dtype=minitorch_edge.float32 or convert with .float() first.")
 
@@ -87,9 +88,9 @@ class Sum(Function):
             x = x.astype(np.int64)
         if ctx.needs_input_grad:
             ctx.info = (x.shape, dims, keepdim)
-        if x.dtype == np.float16:
+        if x.dtype.itemsize == 2 and _dt.is_float_dtype(x.dtype):   # float16, bfloat16
             out = np.add.reduce(x.astype(np.float32), axis=dims, keepdims=keepdim)
-            return np.asarray(out).astype(np.float16)
+            return np.asarray(out).astype(x.dtype)
         # (inf + -inf gives nan with numpy's RuntimeWarning; an errstate here would cost
         # more than the whole sum of a small tensor)
         out = np.add.reduce(x, axis=dims, keepdims=keepdim)
@@ -171,7 +172,7 @@ def mean(input, dim=None, keepdim=False, dtype=None):
 def nanmean(input, dim=None, keepdim=False, dtype=None):
     """Mean of the non-NaN elements: nansum(x) / count(not NaN); an all-NaN slice gives NaN."""
     input = _cast(input, dtype)
-    if input._data.dtype.kind != "f":
+    if not _dt.is_float_dtype(input._data.dtype):
         raise RuntimeError(f"nanmean(): expected input to have floating point dtype but got "
                            f"{input.dtype.name}; convert with .float() first")
     dims = _dims(dim, input._data.ndim, "nanmean")
@@ -232,7 +233,7 @@ def _var_args(op, input, dim, unbiased, correction):
         dim, unbiased = None, dim
     if unbiased is not None and correction is not None:
         raise TypeError(f"{op}(): pass either unbiased= or correction=, not both")
-    if input._data.dtype.kind != "f":
+    if not _dt.is_float_dtype(input._data.dtype):
         raise RuntimeError(f"{op}(): std and var only support floating point dtypes, got "
                            f"{input.dtype.name}; convert with .float() first")
     if correction is None:
@@ -252,21 +253,26 @@ class Var(Function):
 
     @staticmethod
     def forward(ctx, a, dims, correction, keepdim):
-        x = _acc(a._data)
-        n = _count(x.shape, dims)
-        if ctx.needs_input_grad:
-            ctx.save_for_backward(a)
-            ctx.info = (x.shape, dims, keepdim, _dof(n, correction))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            m = np.sum(x, axis=dims, keepdims=True) / (n if n else np.nan)
-            d = x - m
-            out = np.sum(d * d, axis=dims, keepdims=keepdim) / _dof(n, correction)
-        return np.asarray(out).astype(a._data.dtype, copy=False)
+        return np.asarray(_var(ctx, a, dims, correction, keepdim)).astype(a._data.dtype,
+                                                                          copy=False)
 
     @staticmethod
     def backward(ctx, grad):
         x, = ctx.saved_tensors
         return _var_backward(grad, x, *ctx.info), None, None, None
+
+
+def _var(ctx, a, dims, correction, keepdim):
+    """Var's value in the accumulation dtype (float32 for float16/bfloat16 input)."""
+    x = _acc(a._data)
+    n = _count(x.shape, dims)
+    if ctx.needs_input_grad:
+        ctx.save_for_backward(a)
+        ctx.info = (x.shape, dims, keepdim, _dof(n, correction))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        m = np.sum(x, axis=dims, keepdims=True) / (n if n else np.nan)
+        d = x - m
+        return np.sum(d * d, axis=dims, keepdims=keepdim) / _dof(n, correction)
 
 
 def _var_backward(grad, x, shape, dims, keepdim, dof):
@@ -282,8 +288,8 @@ class Std(Function):
 
     @staticmethod
     def forward(ctx, a, dims, correction, keepdim):
-        out = Var.forward(ctx, a, dims, correction, keepdim)
-        return np.sqrt(out)
+        out = np.sqrt(_var(ctx, a, dims, correction, keepdim))   # rounded once, after the sqrt
+        return np.asarray(out).astype(a._data.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
@@ -334,7 +340,7 @@ class Logsumexp(Function):
         if ctx.needs_input_grad:
             ctx.save_for_backward(a)
             ctx.info = (x.shape, dims, keepdim)
-        out_dtype = a._data.dtype if a._data.dtype.kind == "f" else x.dtype
+        out_dtype = a._data.dtype if _dt.is_float_dtype(a._data.dtype) else x.dtype
         if _count(x.shape, dims) == 0:        # empty sum: log(0) = -inf
             out = np.full(np.sum(x, axis=dims, keepdims=keepdim).shape, -np.inf, out_dtype)
             return out
@@ -444,7 +450,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         p = 2
     dims = _dims(dim, input._data.ndim, "norm")
     input = _cast(input, dtype)
-    if input._data.dtype.kind != "f":
+    if not _dt.is_float_dtype(input._data.dtype):
         raise RuntimeError(f"norm(): expected a floating point tensor as input, got "
                            f"{input.dtype.name}; pass dtype=minitorch_edge.float32 or convert "
                            f"with .float() first")

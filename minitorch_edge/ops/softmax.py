@@ -12,7 +12,7 @@ each row in one fused pass). Backward uses the saved output y:
   softmax:      dx = y * (g - sum(g * y))
   log_softmax:  dx = g - exp(y) * sum(g)
 (sums along dim, kept as size 1); under create_graph it is written with Tensor ops, so it can
-be differentiated again. float16 is computed in float32 and cast back.
+be differentiated again. float16 and bfloat16 are computed in float32 and cast back.
 """
 from .. import backend
 from .. import dtypes as _dt
@@ -28,7 +28,9 @@ __all__ = ["softmax", "log_softmax"]
 def _forward(ctx, a, dim, log, safe):
     if ctx.needs_input_grad:
         ctx.dim = dim
-    return backend.softmax(a._data, dim, log, safe).reshape(a._data.shape)
+    x = a._data                             # bfloat16: computed in float32, rounded once
+    y = backend.softmax(_dt.compute_array(x), dim, log, safe).reshape(x.shape)
+    return _dt.result_array(y, x.dtype)
 
 
 def _backward(ctx, grad, log):
@@ -37,7 +39,7 @@ def _backward(ctx, grad, log):
     y, = ctx.saved_tensors
     dim = ctx.dim
     if not _State.enabled:
-        yd, gd = y._data, grad._data
+        yd, gd = _dt.compute_array(y._data), _dt.compute_array(grad._data)
         if yd.ndim == 0:
             yd, gd = yd.reshape(1), gd.reshape(1)
         dx = backend.softmax_backward(yd, gd, dim, log).reshape(y._data.shape)
@@ -93,7 +95,7 @@ def _prepare(op, input, dim, dtype):
     d = norm_dim(dim, input._data.ndim, op)
     if dtype is not None:
         input = input.to(_dt.to_dtype(dtype))
-    if input._data.dtype.kind != "f":
+    if not _dt.is_float_dtype(input._data.dtype):
         raise NotImplementedError(f"{op}(): not implemented for {input.dtype.name} input; pass "
                                   f"dtype=minitorch_edge.float32 or convert with .float() first")
     return input, d

@@ -38,7 +38,7 @@ _HALF_SQRT_PI = 0.5 * math.sqrt(math.pi)
 def _float_input(a):
     """The array to compute on: integer/bool inputs are promoted to the default float dtype."""
     x = a._data
-    return x if x.dtype.kind == "f" else x.astype(_dt.get_default_dtype().np)
+    return x if _dt.is_float_dtype(x.dtype) else x.astype(_dt.get_default_dtype().np)
 
 
 def _keep(mask, grad):
@@ -78,8 +78,8 @@ class _Unary(Function):
             ctx.save_for_backward(a)
         if not cls._keep_int:
             x = _float_input(a)
-        with np.errstate(all="ignore"):
-            return np.asarray(cls._f(x))
+        with np.errstate(all="ignore"):     # bfloat16: computed in float32, rounded once
+            return _dt.result_array(np.asarray(cls._f(_dt.compute_array(x))), x.dtype)
 
 
 def _unary(name, f, doc, backward, save_output=False, keep_int=False, no_bool=False):
@@ -200,7 +200,7 @@ class Frac(Function):
     @staticmethod
     def forward(ctx, a):
         x = a._data
-        if x.dtype.kind != "f":
+        if not _dt.is_float_dtype(x.dtype):
             raise TypeError(f"frac: not supported for {x.dtype} tensors; use a floating-point "
                             f"tensor (x.float())")
         return x - np.trunc(x)
@@ -218,7 +218,7 @@ class Round(Function):
     @staticmethod
     def forward(ctx, a, decimals):
         x = a._data
-        if x.dtype.kind != "f":
+        if not _dt.is_float_dtype(x.dtype):
             if x.dtype == np.bool_ or decimals != 0:
                 raise TypeError(f"round: not supported for {x.dtype} tensors"
                                 + (" with decimals != 0" if x.dtype != np.bool_ else "")
@@ -226,9 +226,11 @@ class Round(Function):
             return x.copy()
         if decimals == 0:
             return np.rint(x)
+        t, x = x.dtype, _dt.compute_array(x)            # bfloat16: in float32, rounded once
         ten = x.dtype.type(10.0 ** (decimals if decimals > 0 else -decimals))
         with np.errstate(all="ignore"):
-            return np.rint(x * ten) / ten if decimals > 0 else np.rint(x / ten) * ten
+            y = np.rint(x * ten) / ten if decimals > 0 else np.rint(x / ten) * ten
+        return _dt.result_array(y, t)
 
     @staticmethod
     def backward(ctx, grad):
@@ -306,10 +308,16 @@ class NanToNum(Function):
     @staticmethod
     def forward(ctx, a, nan, posinf, neginf):
         x = a._data
-        if x.dtype.kind != "f":
+        if not _dt.is_float_dtype(x.dtype):
             return x.copy()
         if ctx.needs_input_grad:
             ctx.finite = np.isfinite(x)
+        if _dt.is_bf16(x.dtype):     # numpy's finfo does not know bfloat16: its largest value
+            big = float(_dt.finfo(x.dtype).max)
+            posinf = big if posinf is None else posinf
+            neginf = -big if neginf is None else neginf
+            y = np.nan_to_num(x.astype(np.float32), nan=nan, posinf=posinf, neginf=neginf)
+            return y.astype(x.dtype)
         return np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
 
     @staticmethod
@@ -332,8 +340,10 @@ class Xlogy(Function):
             ctx.arrays = (x, o)
             ctx.shapes = (x.shape if isinstance(a, Tensor) else (),
                           o.shape if isinstance(b, Tensor) else ())
+        xc, oc = _dt.compute_array(x), _dt.compute_array(o)   # bfloat16: in float32
         with np.errstate(all="ignore"):
-            return np.asarray(np.where((x == 0) & ~np.isnan(o), 0, x * np.log(o)), dtype)
+            y = np.asarray(np.where((xc == 0) & ~np.isnan(oc), 0, xc * np.log(oc)), xc.dtype)
+        return _dt.result_array(y, dtype)
 
     @staticmethod
     def backward(ctx, grad):

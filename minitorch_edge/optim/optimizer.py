@@ -297,7 +297,8 @@ class Optimizer:
                 value = Tensor._make(value)
             if isinstance(value, Tensor):
                 data = value._data
-                if key != "step" and data.dtype.kind == "f" and param._data.dtype.kind == "f":
+                if key != "step" and _dt.is_float_dtype(data.dtype) and \
+                        _dt.is_float_dtype(param._data.dtype):
                     data = data.astype(param._data.dtype)
                 return Tensor._make(np.array(data, copy=True))
             if isinstance(value, dict):

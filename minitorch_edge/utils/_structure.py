@@ -12,8 +12,8 @@ from collections import OrderedDict
 import numpy as np
 
 from ..tensor import Tensor
-from ._format import (_BY_KIND, _CODES, _STRUCTURE_KEY, _TENSOR_CODES, _VERSION, _VERSION_KEY,
-                      ModelFormatError, _q, _short, _strict_json)
+from ._format import (_CODES, _FLOAT_CODES, _STRUCTURE_KEY, _TENSOR_CODES, _VERSION,
+                      _VERSION_KEY, ModelFormatError, _q, _short, _strict_json, code_of)
 
 __all__ = ["flatten", "check_structure", "make_leaf", "decode"]
 
@@ -26,12 +26,12 @@ def flatten(obj):
     open_containers = set()
 
     def leaf(kind, array, parts, where):
-        code = _BY_KIND.get((array.dtype.kind, array.dtype.itemsize))
+        code = code_of(array.dtype)
         allowed = _TENSOR_CODES if kind == "tensor" else _CODES
         if code not in allowed:
             raise TypeError(f"save: {where} is a {kind} of dtype {array.dtype}, which the format "
                             f"cannot hold; convert it to one of bool, uint8, int8, int16, int32, "
-                            f"int64, float16, float32, float64")
+                            f"int64, float16, bfloat16, float32, float64")
         base = ".".join(parts) if parts else kind
         base = base.encode("utf-8", "backslashreplace").decode("utf-8")
         name, k = base, 1
@@ -108,7 +108,7 @@ def check_structure(metadata, entries):
             raise ModelFormatError(f"structure refers to tensor {_q(name)} twice")
         used.add(name)
         check_leaf(kind, *codes[name], name)
-        if kind == "tensor" and node.get("requires_grad") and codes[name][0][0] != "F":
+        if kind == "tensor" and node.get("requires_grad") and codes[name][0] not in _FLOAT_CODES:
             raise ModelFormatError(f"tensor {_q(name)}: requires_grad on a {codes[name][0]} "
                                    f"tensor (only floating-point tensors can require grad)")
 

@@ -46,7 +46,8 @@ Loading trusts nothing. The header length, the JSON (strict: no duplicate keys, 
 entry's dtype (a closed list), shape and offsets (checked arithmetic; sorted, contiguous, no gap,
 no overlap, ending exactly at the end of the file) and the skeleton are validated before any
 tensor memory is allocated. Every rejection raises one ``ModelFormatError`` (a ValueError) that
-names the file, the tensor and the rule.
+names the file, the tensor and the rule. BF16 (bfloat16) entries need the optional ml_dtypes
+package (``pip install "minitorch-edge[bf16]"``); without it loading one says so.
 
 The code: this file writes, reads and checks the file; ``_format.py`` holds the vocabulary both
 sides share (dtype codes, limits, the error, strict JSON); ``_structure.py`` turns objects into
@@ -62,7 +63,8 @@ import numpy as np
 
 from ..tensor import Tensor
 from ._format import (_CODES, _FOREIGN, _MAX_NDIM, _MAX_NUMEL, _STRUCTURE_KEY, _VERSION,
-                      _VERSION_KEY, MAX_HEADER_BYTES, ModelFormatError, _q, _short, _strict_json)
+                      _VERSION_KEY, MAX_HEADER_BYTES, ModelFormatError, _q, _short, _strict_json,
+                      code_dtype, code_itemsize)
 from ._structure import check_structure, decode, flatten, make_leaf
 
 __all__ = ["save", "load", "ModelFormatError"]
@@ -109,7 +111,7 @@ def _refuse_modules(obj, where, depth):
 
 def _header(skeleton, arrays):
     """The header bytes, padded to a multiple of 8; orders `arrays` as they will be written."""
-    arrays.sort(key=lambda e: (-np.dtype(_CODES[e[1]]).itemsize, e[0]))
+    arrays.sort(key=lambda e: (-code_itemsize(e[1]), e[0]))
     header = {"__metadata__": {_VERSION_KEY: _VERSION,
                                _STRUCTURE_KEY: json.dumps(skeleton, separators=(",", ":"))}}
     offset = 0
@@ -301,16 +303,21 @@ def _check_entry(where, name, info, data_len):
     if end > data_len:
         raise ModelFormatError(f"{where}: data_offsets [{begin}, {end}] end past the data section "
                                f"({data_len} bytes; truncated file?)")
-    need = numel * np.dtype(_CODES[code]).itemsize
+    need = numel * code_itemsize(code)
     if end - begin != need:
         raise ModelFormatError(f"{where}: data_offsets [{begin}, {end}] hold {end - begin} bytes "
                                f"but shape {_short(shape)} of {code} needs {need}")
+    if code == "BF16":
+        try:
+            code_dtype(code)               # ml_dtypes is there (else: which extra to install)
+        except ModelFormatError as e:
+            raise ModelFormatError(f"{where}: {e}") from None
     return name, code, shape, begin, end
 
 
 def _read_array(f, name, code, shape, begin, end):
     """A fresh, writable, native-order array read from the data section (already validated)."""
-    array = np.empty(shape, dtype=_CODES[code])
+    array = np.empty(shape, dtype=code_dtype(code))
     if end > begin:
         got = f.readinto(array.reshape(-1).view(np.uint8))
         if got != end - begin:

@@ -47,6 +47,7 @@ import warnings
 import numpy as np
 
 from ... import backend
+from ... import dtypes as _dt
 from ...autograd.engine import mark_fresh
 from ...autograd.function import Function
 from ...autograd.grad_mode import _State
@@ -59,6 +60,8 @@ from .dropout import dropout
 from .linear import linear
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
+
+_c = _dt.compute_array   # the array to compute on: bfloat16 widened to float32
 
 
 def _dropout(x, p):
@@ -126,8 +129,8 @@ class ScaledDotProductAttention(Function):
 
     @staticmethod
     def forward(ctx, q, k, v, mask, scale, causal):
-        qd, kd, vd = q._data, k._data, v._data
-        mask = mask._data if isinstance(mask, Tensor) else mask
+        qd, kd, vd = _c(q._data), _c(k._data), _c(v._data)   # bfloat16: in float32
+        mask = _c(mask._data) if isinstance(mask, Tensor) else mask
         batch = np.broadcast_shapes(qd.shape[:-2], kd.shape[:-2], vd.shape[:-2])
         L, S = qd.shape[-2], kd.shape[-2]
         m4 = None if mask is None else _as4(np.broadcast_to(mask, batch + (L, S)), batch)
@@ -136,7 +139,7 @@ class ScaledDotProductAttention(Function):
         if ctx.needs_input_grad:
             ctx.save_for_backward(q, k, v)
             ctx.p, ctx.mask, ctx.scale, ctx.causal, ctx.batch = p, mask, scale, causal, batch
-        return out.reshape(batch + out.shape[-2:])
+        return _dt.result_array(out.reshape(batch + out.shape[-2:]), q._data.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -146,13 +149,13 @@ class ScaledDotProductAttention(Function):
                 (None, None, None)
         batch = ctx.batch
         grads = backend.attention_backward(
-            _as4(q._data, batch), _as4(k._data, batch), _as4(v._data, batch), ctx.p,
-            _as4(grad._data, batch), ctx.scale)
+            _as4(_c(q._data), batch), _as4(_c(k._data), batch), _as4(_c(v._data), batch),
+            ctx.p, _as4(_c(grad._data), batch), ctx.scale)
         out = []
         for g, t, need in zip(grads, (q, k, v), ctx.needs_input_grad):
             shape = t._data.shape
-            out.append(Tensor._make(mark_fresh(_sum_to_np(
-                g.reshape(batch + g.shape[-2:]), shape))) if need else None)
+            out.append(Tensor._make(mark_fresh(_dt.result_array(_sum_to_np(
+                g.reshape(batch + g.shape[-2:]), shape), t._data.dtype))) if need else None)
         return tuple(out) + (None, None, None)
 
 
@@ -181,8 +184,8 @@ class MultiheadSelfAttention(Function):
 
     @staticmethod
     def forward(ctx, qkv, num_heads, mask, scale, causal, batch_first):
-        a = qkv._data
-        mask = mask._data if isinstance(mask, Tensor) else mask
+        a = _c(qkv._data)                      # bfloat16: in float32, rounded once
+        mask = _c(mask._data) if isinstance(mask, Tensor) else mask
         q4, k4, v4 = (_heads(a, num_heads, batch_first, i, 3) for i in range(3))
         out = np.empty(a.shape[:-1] + (a.shape[-1] // 3,), a.dtype)
         m4 = None if mask is None else np.broadcast_to(mask, q4.shape[:3] + k4.shape[2:3])
@@ -192,7 +195,7 @@ class MultiheadSelfAttention(Function):
             ctx.save_for_backward(qkv)
             ctx.p, ctx.mask, ctx.scale, ctx.causal = p, m4, scale, causal
             ctx.num_heads, ctx.batch_first = num_heads, batch_first
-        return out
+        return _dt.result_array(out, qkv._data.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -211,13 +214,13 @@ class MultiheadSelfAttention(Function):
             parts = [d.permute(*back).reshape(*qkv._data.shape[:-1], E) for d in
                      _attention_grads(*views, g, ctx.mask, ctx.scale, ctx.causal)]
             return (cat(parts, -1),) + (None,) * 5
-        a = qkv._data
+        a = _c(qkv._data)
         d = np.empty(a.shape, a.dtype)
-        g = grad._data
+        g = _c(grad._data)
         backend.attention_backward(*(_heads(a, H, bf, i, 3) for i in range(3)), ctx.p,
                                    _heads(g, H, bf), ctx.scale,
                                    *(_heads(d, H, bf, i, 3) for i in range(3)))
-        return (Tensor._make(mark_fresh(d)),) + (None,) * 5
+        return (Tensor._make(mark_fresh(_dt.result_array(d, qkv._data.dtype))),) + (None,) * 5
 
 
 # ---- scaled dot-product attention --------------------------------------------------------------
@@ -231,7 +234,7 @@ def _check_sdpa(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa):
         raise RuntimeError(f"{op}(): expected query, key and value to be at least 2-D, got "
                            f"query {_shape(query)}, key {_shape(key)}, value {_shape(value)}")
     dts = {t._data.dtype for t in (query, key, value)}
-    if len(dts) != 1 or query._data.dtype.kind != "f":
+    if len(dts) != 1 or not _dt.is_float_dtype(query._data.dtype):
         raise RuntimeError(f"{op}(): expected query, key and value to have the same floating "
                            f"dtype, got {query.dtype}, {key.dtype} and {value.dtype}")
     if not 0.0 <= dropout_p <= 1.0:

@@ -19,11 +19,12 @@ needs nothing else. A transposed convolution is ConvBackwardInput run forward.
 
 1-D convolutions are 2-D ones over a height-1 image. The kernels take padding as
 (top, bottom, left, right), so padding='same' with an even kernel (extra zero at the end, as in
-PyTorch) needs no extra copy.
+PyTorch) needs no extra copy. bfloat16 is convolved in float32 and rounded back once.
 """
 import operator
 
 from ... import backend
+from ... import dtypes as _dt
 from ...autograd.function import Function
 from ...ops._util import ntuple, shape_str
 
@@ -54,8 +55,10 @@ class Convolution(Function):
             ctx.save_for_backward(x, w)
         # nothing recorded (no_grad, or frozen weights and an input without grad): the backend
         # may take its inference paths (Winograd, prepared weights)
-        return backend.conv2d(x._data, w._data, None if b is None else b._data, *geom,
-                              inference=not recorded)
+        c = _dt.compute_array                    # bfloat16: in float32, rounded once
+        y = backend.conv2d(c(x._data), c(w._data), None if b is None else c(b._data), *geom,
+                           inference=not recorded)
+        return _dt.result_array(y, x._data.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -78,7 +81,9 @@ class ConvBackwardInput(Function):
         if ctx.needs_input_grad:
             ctx.geom = geom
             ctx.save_for_backward(gy, w)
-        return backend.conv2d_backward_input(gy._data, w._data, x_shape, *geom)
+        c = _dt.compute_array
+        gx = backend.conv2d_backward_input(c(gy._data), c(w._data), x_shape, *geom)
+        return _dt.result_array(gx, gy._data.dtype)
 
     @staticmethod
     def backward(ctx, ggx):
@@ -100,7 +105,9 @@ class ConvBackwardWeight(Function):
         if ctx.needs_input_grad:
             ctx.geom = geom
             ctx.save_for_backward(gy, x)
-        return backend.conv2d_backward_weight(gy._data, x._data, w_shape, *geom)
+        c = _dt.compute_array
+        gw = backend.conv2d_backward_weight(c(gy._data), c(x._data), w_shape, *geom)
+        return _dt.result_array(gw, gy._data.dtype)
 
     @staticmethod
     def backward(ctx, ggw):
@@ -123,7 +130,7 @@ def _check_tensors(input, weight, bias, nd, op):
         raise RuntimeError(f"{op}: expected a {nd + 2}-D weight, got weight of shape "
                            f"{tuple(weight._data.shape)}")
     dt, wdt = input._data.dtype, weight._data.dtype
-    if dt.kind != "f" or dt != wdt or (bias is not None and bias._data.dtype != dt):
+    if not _dt.is_float_dtype(dt) or dt != wdt or (bias is not None and bias._data.dtype != dt):
         got = f"input {input.dtype}, weight {weight.dtype}" + \
             ("" if bias is None else f", bias {bias.dtype}")
         raise RuntimeError(f"{op}: expected floating-point input, weight and bias of one dtype, "

@@ -111,7 +111,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 
 def _check_float(x, op, name="input"):
-    if x._data.dtype.kind != "f":
+    if not _dt.is_float_dtype(x._data.dtype):
         raise RuntimeError(f"{op} only supports floating-point dtypes, {name} got: "
                            f"{x.dtype.name}; convert with .float()")
 

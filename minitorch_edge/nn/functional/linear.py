@@ -14,6 +14,7 @@ inputs of more than 2 dims).
 import math
 
 from ... import backend
+from ... import dtypes as _dt
 from ...autograd.engine import mark_fresh
 from ...autograd.function import Function
 from ...autograd.grad_mode import _State
@@ -43,11 +44,11 @@ class Addmm(Function):
         needs = ctx.needs_input_grad
         if needs:  # keep only what the wanted gradients read: dx reads W, dW reads x
             ctx.save_for_backward(x if needs[1] else None, w if needs[0] else None)
-        xd = x._data
+        xd, c = x._data, _dt.compute_array       # bfloat16: in float32, rounded once
         lead = xd.shape[:-1]
-        out = backend.linear(xd.reshape(math.prod(lead), xd.shape[-1]), w._data,
-                             None if b is None else b._data)
-        return out.reshape(lead + (w._data.shape[0],))
+        out = backend.linear(c(xd.reshape(math.prod(lead), xd.shape[-1])), c(w._data),
+                             None if b is None else c(b._data))
+        return _dt.result_array(out.reshape(lead + (w._data.shape[0],)), xd.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -65,15 +66,18 @@ def linear_grads(grad, x, w, needs):
     rows = math.prod(lead)
     dx = dw = db = None
     if not _State.enabled:
-        g = grad._data.reshape(rows, n_out)
+        t, c = grad._data.dtype, _dt.compute_array      # bfloat16: in float32, rounded once
+        g = c(grad._data.reshape(rows, n_out))
+
+        def fresh(a):
+            return Tensor._make(mark_fresh(_dt.result_array(a, t)))
         if needs[0]:
-            dx = Tensor._make(mark_fresh(backend.matmul(g, w._data).reshape(
-                lead + w._data.shape[1:])))
+            dx = fresh(backend.matmul(g, c(w._data)).reshape(lead + w._data.shape[1:]))
         if needs[1]:
             xd = x._data
-            dw = Tensor._make(mark_fresh(backend.matmul(g.T, xd.reshape(rows, xd.shape[-1]))))
+            dw = fresh(backend.matmul(g.T, c(xd.reshape(rows, xd.shape[-1]))))
         if needs[2]:
-            db = Tensor._make(mark_fresh(g.sum(0)))
+            db = fresh(g.sum(0))
         return dx, dw, db
     g = grad.reshape(rows, n_out)
     if needs[0]:
@@ -88,7 +92,7 @@ def linear_grads(grad, x, w, needs):
 def _fusable(input, weight, bias):
     """The fused op covers a 2-D weight, one float dtype, and a bias of shape (out,) or none."""
     dt = weight._data.dtype
-    return (weight._data.ndim == 2 and dt.kind == "f" and input._data.dtype == dt
+    return (weight._data.ndim == 2 and _dt.is_float_dtype(dt) and input._data.dtype == dt
             and (bias is None or (bias._data.dtype == dt
                                   and bias._data.shape == weight._data.shape[:1])))
 

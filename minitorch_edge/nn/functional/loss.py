@@ -23,6 +23,7 @@ import warnings
 
 import numpy as np
 
+from ... import dtypes as _dt
 from ...autograd.function import Function
 from ...autograd.grad_mode import _State
 from ...ops.activation import logsigmoid
@@ -42,9 +43,12 @@ __all__ = ["nll_loss", "cross_entropy", "binary_cross_entropy",
            "binary_cross_entropy_with_logits", "kl_div"] + _regression + _margin
 
 
+_c = _dt.compute_array   # the array to compute on: bfloat16 widened to float32
+
+
 # ---- helpers of the classification losses --------------------------------------------------------
 def check_float(x, op, what="input"):
-    if x._data.dtype.kind != "f":
+    if not _dt.is_float_dtype(x._data.dtype):
         raise RuntimeError(f"{op_name(op)}: expected a floating point {what}, got {what} of "
                            f"dtype {x.dtype.name}; convert it with .float()")
 
@@ -69,7 +73,7 @@ class SoftmaxCrossEntropy(Function):
 
     @staticmethod
     def forward(ctx, x, a, dim):
-        xd, ad = x._data, a._data
+        xd, ad = _c(x._data), _c(a._data)     # bfloat16: in float32, rounded once
         z = xd - np.amax(xd, axis=dim, keepdims=True) if xd.size else xd
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             e = np.exp(z)
@@ -80,7 +84,7 @@ class SoftmaxCrossEntropy(Function):
             ctx.save_for_backward(x, a)
             ctx.dim = dim
             ctx.prob = e / s if ctx.needs_input_grad[0] else None
-        return (-np.sum(terms, axis=dim)).astype(xd.dtype, copy=False)
+        return (-np.sum(terms, axis=dim)).astype(x._data.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
@@ -92,8 +96,8 @@ class SoftmaxCrossEntropy(Function):
             if _State.enabled:      # create_graph: build the gradient from differentiable ops
                 gx = g * (softmax(x, dim) * a.sum(dim, keepdim=True) - a)
             else:                   # plain backward: reuse the probabilities from forward
-                p, ad = ctx.prob, a._data
-                gx = Tensor._make((g._data * (p * ad.sum(axis=dim, keepdims=True) - ad))
+                p, ad = ctx.prob, _c(a._data)
+                gx = Tensor._make((_c(g._data) * (p * ad.sum(axis=dim, keepdims=True) - ad))
                                   .astype(x._data.dtype, copy=False))
         if ctx.needs_input_grad[1]:
             ga = -(g * log_softmax(x, dim))
@@ -115,7 +119,7 @@ class NllLoss(Function):
 
     @staticmethod
     def forward(ctx, x, dim, index, wt, s, keep, divisor=None):
-        xd = x._data
+        xd = _c(x._data)                       # bfloat16: in float32, rounded once
         z = xd - np.amax(xd, axis=dim, keepdims=True) if xd.size else xd
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             e = np.exp(z)
@@ -130,8 +134,8 @@ class NllLoss(Function):
             ctx.info = (dim, index, wt, s, keep, e, sumexp, divisor)
         loss = np.squeeze(loss, dim).astype(xd.dtype, copy=False)
         if divisor is not None:
-            return np.asarray(np.divide(loss.sum(), divisor), dtype=xd.dtype)
-        return loss
+            return np.asarray(np.divide(loss.sum(), divisor), dtype=x._data.dtype)
+        return _dt.result_array(loss, x._data.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -148,7 +152,8 @@ class NllLoss(Function):
             g = grad / divisor if divisor is not None else grad.unsqueeze(dim)
             return g * (softmax(x, dim) * Tensor._make(asum) - Tensor._make(a)), None, None, \
                 None, None, None, None
-        g = grad._data / divisor if divisor is not None else np.expand_dims(grad._data, dim)
+        gd = _c(grad._data)
+        g = gd / divisor if divisor is not None else np.expand_dims(gd, dim)
         gx = e * (g * asum / sumexp)
         np.put_along_axis(gx, index, np.take_along_axis(gx, index, dim) - g * wt, dim)
         if s is not None:
@@ -167,10 +172,11 @@ class BinaryCrossEntropy(Function):
         pd, td = p._data, t._data.astype(p._data.dtype, copy=False)
         if ctx.needs_input_grad:
             ctx.save_for_backward(p, t)
+        pd, td = _c(pd), _c(td)                 # bfloat16: in float32, rounded once
         with np.errstate(divide="ignore"):
             log_p = np.maximum(np.log(pd), -100)
             log_q = np.maximum(np.log1p(-pd), -100)
-        return -(td * log_p + (1 - td) * log_q)
+        return _dt.result_array(-(td * log_p + (1 - td) * log_q), p._data.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -222,8 +228,9 @@ def _class_target(op, input, target, weight, ignore_index):
         raise IndexError(f"{name}: target {value} is out of bounds for {C} classes (valid class "
                          f"indices are 0..{C - 1}; ignore_index is {ignore_index})")
     safe = np.where(keep, t, 0).astype(np.int64)
-    wt = keep.astype(x.dtype) if w is None else np.where(keep, w.astype(x.dtype)[safe], 0)
-    return cdim, C, safe, wt.astype(x.dtype, copy=False), w
+    ct = _dt.compute_dtype(x.dtype)              # (bfloat16: the weights in float32)
+    wt = keep.astype(ct) if w is None else np.where(keep, w.astype(ct)[safe], 0)
+    return cdim, C, safe, wt.astype(ct, copy=False), w
 
 
 def _as_dims(array, cdim, ndim):
@@ -280,7 +287,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         return _cross_entropy_probs(op, input, target, weight, ignore_index, reduction,
                                     label_smoothing)
     cdim, C, safe, wt, w = _class_target(op, input, target, weight, ignore_index)
-    dt = x.dtype
+    dt = _dt.compute_dtype(x.dtype)
     index = np.expand_dims(safe, cdim)
     w_t = np.expand_dims(wt * dt.type(1 - label_smoothing), cdim)
     s = keep = None
@@ -296,7 +303,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
 def _cross_entropy_probs(op, input, target, weight, ignore_index, reduction, eps):
     name = op_name(op)
-    if target._data.dtype.kind != "f":
+    if not _dt.is_float_dtype(target._data.dtype):
         raise RuntimeError(f"{name}: a target of the input's shape {shape_text(input)} holds class "
                            f"probabilities and must be floating point, got dtype "
                            f"{target.dtype.name}; class indices have shape (N, d1, ...)")

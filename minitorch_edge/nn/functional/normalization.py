@@ -20,13 +20,14 @@ and ``local_response_norm`` are composed of Tensor ops.
 batch_norm and instance_norm in training also update the running statistics in place
 (running = (1 - momentum) * running + momentum * batch value, with the *unbiased* batch variance,
 as PyTorch), after the input has been validated; in evaluation they normalize with the running
-statistics instead.
+statistics instead. bfloat16 is normalized in float32 and each result rounded back once.
 """
 import math
 
 import numpy as np
 
 from ... import backend
+from ... import dtypes as _dt
 from ...autograd.engine import mark_fresh
 from ...autograd.function import Function
 from ...autograd.grad_mode import _State
@@ -37,6 +38,9 @@ from ...tensor import Tensor
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "normalize",
            "local_response_norm"]
+
+
+_c = _dt.compute_array   # the array to compute on: bfloat16 widened to float32
 
 
 def _sum_to_np(a, shape):
@@ -66,7 +70,7 @@ class Normalize(Function):
 
     @staticmethod
     def forward(ctx, x, weight, bias, dims, eps, stats_out):
-        xd = x._data
+        xd = _c(x._data)                   # bfloat16: in float32, rounded once at the end
         mean = xd.mean(axis=dims, keepdims=True)
         xc = xd - mean
         var = np.mean(xc * xc, axis=dims, keepdims=True)
@@ -74,17 +78,17 @@ class Normalize(Function):
         y = xc
         y *= invstd                       # xc is ours: scale and shift it in place
         if weight is not None:
-            w = weight._data
+            w = _c(weight._data)
             y = np.multiply(y, w, out=y) if w.dtype == y.dtype else y * w
         if bias is not None:
-            b = bias._data
+            b = _c(bias._data)
             y = np.add(y, b, out=y) if b.dtype == y.dtype else y + b
         if stats_out is not None:
             stats_out.extend((mean, var))
         if ctx.needs_input_grad:
             ctx.save_for_backward(x, weight, bias)
             ctx.mean, ctx.invstd, ctx.dims, ctx.eps = mean, invstd, dims, eps
-        return y
+        return _dt.result_array(y, x._data.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -93,27 +97,28 @@ class Normalize(Function):
         if _State.enabled:                 # create_graph=True: record the backward
             return Normalize._backward_graph(ctx, grad, x, w, b)
         dims, invstd = ctx.dims, ctx.invstd
-        g = grad._data
-        xhat = x._data - ctx.mean
+        g = _c(grad._data)                 # bfloat16: in float32, each result rounded once
+        wd = None if w is None else _c(w._data)
+        xhat = _c(x._data) - ctx.mean
         xhat *= invstd
         dx = dw = db = None
         gx = g * xhat if (w is not None and need[1]) or (need[0] and w is None) else None
         if w is not None and need[1]:
-            dw = Tensor._make(_sum_to_np(gx, w._data.shape))
+            dw = Tensor._make(_dt.result_array(_sum_to_np(gx, w._data.shape), w._data.dtype))
         if b is not None and need[2]:
-            db = Tensor._make(_sum_to_np(g, b._data.shape))
+            db = Tensor._make(_dt.result_array(_sum_to_np(g, b._data.shape), b._data.dtype))
         if need[0]:
             # dx = gw*invstd - xhat * (s2*invstd/n) - s1*invstd/n, with few full-size passes
-            gw = g * w._data if w is not None else g
+            gw = g * wd if w is not None else g
             n = xhat.size // invstd.size if invstd.size else 1
             s1 = gw.sum(axis=dims, keepdims=True)
-            s2 = (gx * w._data if w is not None else gx).sum(axis=dims, keepdims=True) \
+            s2 = (gx * wd if w is not None else gx).sum(axis=dims, keepdims=True) \
                 if gx is not None else (gw * xhat).sum(axis=dims, keepdims=True)
             out = gw * invstd
             xhat *= s2 * (invstd / n)
             out -= xhat
             out -= s1 * (invstd / n)
-            dx = Tensor._make(out.astype(g.dtype, copy=False))
+            dx = Tensor._make(out.astype(grad._data.dtype, copy=False))
         return dx, dw, db, None, None, None
 
     @staticmethod
@@ -151,19 +156,19 @@ class NativeBatchNorm(Normalize):
     def forward(ctx, x, weight, bias, dims, eps, stats_out, running=None):
         if running is None:
             return Normalize.forward(ctx, x, weight, bias, dims, eps, stats_out)
-        xd = x._data
+        xd = _c(x._data)                   # bfloat16: in float32, rounded once at the end
         f, shape = xd.dtype.type, (1, -1) + (1,) * (xd.ndim - 2)
-        invstd = (1 / np.sqrt(running[1]._data + f(eps))).astype(xd.dtype, copy=False)
-        k = invstd if weight is None else invstd * weight._data.reshape(-1)
-        shift = -running[0]._data * k
+        invstd = (1 / np.sqrt(_c(running[1]._data) + f(eps))).astype(xd.dtype, copy=False)
+        k = invstd if weight is None else invstd * _c(weight._data).reshape(-1)
+        shift = -_c(running[0]._data) * k
         if bias is not None:
-            shift = shift + bias._data.reshape(-1)
+            shift = shift + _c(bias._data).reshape(-1)
         y = xd * k.reshape(shape)
         y += shift.astype(xd.dtype, copy=False).reshape(shape)
         if ctx.needs_input_grad:
             ctx.save_for_backward(x, weight, bias)
             ctx.running, ctx.invstd, ctx.shape = running, invstd.reshape(shape), shape
-        return y
+        return _dt.result_array(y, x._data.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -180,17 +185,19 @@ class NativeBatchNorm(Normalize):
                 if w is not None and need[1] else None
             db = sum_to(grad, b._data.shape) if b is not None and need[2] else None
             return dx, dw, db, None, None, None, None
-        g = grad._data
+        g = _c(grad._data)                 # bfloat16: in float32, each result rounded once
         axes = (0,) + tuple(range(2, g.ndim))
         dx = dw = db = None
         if need[0]:
-            k = ctx.invstd if w is None else ctx.invstd * w._data.reshape(ctx.shape)
-            dx = Tensor._make(g * k)
+            k = ctx.invstd if w is None else ctx.invstd * _c(w._data).reshape(ctx.shape)
+            dx = Tensor._make(_dt.result_array(g * k, grad._data.dtype))
         if w is not None and need[1]:
-            xhat = (x._data - mean) * ctx.invstd
-            dw = Tensor._make((g * xhat).sum(axis=axes).reshape(w._data.shape))
+            xhat = (_c(x._data) - _c(mean)) * ctx.invstd
+            dw = Tensor._make(_dt.result_array((g * xhat).sum(axis=axes).reshape(w._data.shape),
+                                               w._data.dtype))
         if b is not None and need[2]:
-            db = Tensor._make(g.sum(axis=axes).reshape(b._data.shape))
+            db = Tensor._make(_dt.result_array(g.sum(axis=axes).reshape(b._data.shape),
+                                               b._data.dtype))
         return dx, dw, db, None, None, None, None
 
 
@@ -209,14 +216,14 @@ class NativeLayerNorm(Normalize):
         n = math.prod(xd.shape[len(xd.shape) - len(dims):])
         if n == 0:                         # nothing to normalize: Normalize's numpy path
             return Normalize.forward(ctx, x, weight, bias, dims, eps, stats_out)
-        rows = xd.reshape(-1, n)
-        w = None if weight is None else weight._data.reshape(n)
-        b = None if bias is None else bias._data.reshape(n)
+        rows = _c(xd.reshape(-1, n))       # bfloat16: in float32, rounded once at the end
+        w = None if weight is None else _c(weight._data.reshape(n))
+        b = None if bias is None else _c(bias._data.reshape(n))
         y, mean, rstd = backend.layer_norm(rows, w, b, eps)
         if ctx.needs_input_grad:
             ctx.save_for_backward(x, weight, bias)
             ctx.mean, ctx.invstd, ctx.dims, ctx.eps = mean, rstd, dims, eps
-        return y.reshape(xd.shape)
+        return _dt.result_array(y.reshape(xd.shape), xd.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -229,12 +236,15 @@ class NativeLayerNorm(Normalize):
         if n == 0:
             return Normalize.backward(ctx, grad)
         dx, dw, db = backend.layer_norm_backward(
-            grad._data.reshape(-1, n), xd.reshape(-1, n), ctx.mean, ctx.invstd,
-            None if w is None else w._data.reshape(n), need[0], w is not None and need[1],
+            _c(grad._data.reshape(-1, n)), _c(xd.reshape(-1, n)), ctx.mean, ctx.invstd,
+            None if w is None else _c(w._data.reshape(n)), need[0], w is not None and need[1],
             b is not None and need[2])
-        out = [None if dx is None else Tensor._make(mark_fresh(dx.reshape(xd.shape))),
-               None if dw is None else Tensor._make(mark_fresh(dw.reshape(w._data.shape))),
-               None if db is None else Tensor._make(mark_fresh(db.reshape(b._data.shape)))]
+
+        def fresh(a, like):                # (bfloat16: each result rounded once)
+            return Tensor._make(mark_fresh(_dt.result_array(a.reshape(like.shape), like.dtype)))
+        out = [None if dx is None else fresh(dx, grad._data),
+               None if dw is None else fresh(dw, w._data),
+               None if db is None else fresh(db, b._data)]
         return out[0], out[1], out[2], None, None, None
 
 
@@ -246,7 +256,7 @@ class NativeGroupNorm(Normalize):
 def _need_tensor(x, name, op):
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}(): argument '{name}' must be a Tensor, not {type(x).__name__}")
-    if x._data.dtype.kind != "f":
+    if not _dt.is_float_dtype(x._data.dtype):
         raise TypeError(f"{op}(): expected a floating point {name}, got {x.dtype.name}; convert "
                         f"with .float() first")
 
@@ -423,7 +433,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     _check_trailing("rms_norm", input, shape)
     _check_affine("rms_norm", shape, weight=weight)
     if eps is None:
-        eps = float(np.finfo(input._data.dtype).eps)
+        eps = float(_dt.finfo(input._data.dtype).eps)
     nd = input._data.ndim
     dims = tuple(range(nd - len(shape), nd))
     out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()

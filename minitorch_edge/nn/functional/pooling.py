@@ -22,6 +22,7 @@ import operator
 import numpy as np
 
 from ... import backend
+from ... import dtypes as _dt
 from ...autograd.function import Function
 from ...backend.numpy_backend import pool_output_size
 from ...tensor import Tensor
@@ -41,10 +42,10 @@ class MaxPool2DWithIndices(Function):
 
     @staticmethod
     def forward(ctx, x, kernel, params):
-        y, idx = getattr(backend, kernel)(x._data, *params)
-        if ctx.needs_input_grad:
+        y, idx = getattr(backend, kernel)(_dt.compute_array(x._data), *params)  # (bfloat16:
+        if ctx.needs_input_grad:                                # in float32, exact anyway)
             ctx.info = (idx, x._data.shape)
-        return y, idx
+        return _dt.result_array(y, x._data.dtype), idx
 
     @staticmethod
     def backward(ctx, grad, _grad_indices=None):
@@ -65,7 +66,8 @@ class MaxPoolScatter(Function):
     def forward(ctx, gy, idx, x_shape):
         if ctx.needs_input_grad:
             ctx.info = (idx, x_shape)
-        return backend.max_pool2d_backward(gy._data, idx, x_shape)
+        gx = backend.max_pool2d_backward(_dt.compute_array(gy._data), idx, x_shape)
+        return _dt.result_array(gx, gy._data.dtype)
 
     @staticmethod
     def backward(ctx, ggx):
@@ -83,7 +85,8 @@ class AvgPool2D(Function):
     def forward(ctx, x, params):
         if ctx.needs_input_grad:
             ctx.info = (x._data.shape, params)
-        return backend.avg_pool2d(x._data, *params)
+        y = backend.avg_pool2d(_dt.compute_array(x._data), *params)  # bfloat16: in float32
+        return _dt.result_array(y, x._data.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -101,8 +104,9 @@ class AvgPool2DBackward(Function):
         if ctx.needs_input_grad:
             ctx.params = params
         kernel, stride, padding, _ceil, include_pad, divisor = params
-        return backend.avg_pool2d_backward(gy._data, x_shape, kernel, stride, padding,
-                                           include_pad, divisor)
+        gx = backend.avg_pool2d_backward(_dt.compute_array(gy._data), x_shape, kernel, stride,
+                                         padding, include_pad, divisor)
+        return _dt.result_array(gx, gy._data.dtype)
 
     @staticmethod
     def backward(ctx, ggx):
@@ -228,7 +232,7 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
               divisor_override, nd, op):
     batched = _check_rank(input, nd, op, "window")
-    if input._data.dtype.kind != "f":
+    if not _dt.is_float_dtype(input._data.dtype):
         raise RuntimeError(f"{op}: expected a floating-point input, got {input.dtype}")
     k, s, p, _ = _window_args(input, kernel_size, stride, padding, 1, ceil_mode, nd, op)
     if divisor_override is not None:
@@ -282,7 +286,7 @@ def _averaging_matrix(size, out, dtype):
 
 def _adaptive_avg(input, output_size, nd, op):
     batched = _check_rank(input, nd, op)
-    if input._data.dtype.kind != "f":
+    if not _dt.is_float_dtype(input._data.dtype):
         raise RuntimeError(f"{op}: expected a floating-point input, got {input.dtype}")
     sizes = tuple(input._data.shape[-nd:])
     out = _out_sizes(output_size, sizes, nd, op)
@@ -364,7 +368,7 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd, o
         raise RuntimeError(f"{op}: Input to max_unpooling{nd}d should be a {nd + 1}d or "
                            f"{nd + 2}d Tensor, but got a tensor with {len(x_shape)} dimensions "
                            f"(shape {x_shape})")
-    if input._data.dtype.kind != "f":
+    if not _dt.is_float_dtype(input._data.dtype):
         raise NotImplementedError(f"{op}: not implemented for {input.dtype.name} input; "
                                   f"convert it with .float()")
     if indices._data.dtype != np.int64:

@@ -13,6 +13,7 @@ mean, or a gather of each bag's maximum (per column) for max. Gradients come fro
 """
 import numpy as np
 
+from ... import dtypes as _dt
 from ...autograd.function import Function
 from ...backend.prepared import wrote as _wrote
 from ...ops.join import cat
@@ -191,7 +192,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
     who = "embedding_bag"
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"{who}: mode has to be one of sum, mean or max, got {mode!r}")
-    if not isinstance(weight, Tensor) or weight._data.ndim != 2 or weight._data.dtype.kind != "f":
+    if not isinstance(weight, Tensor) or weight._data.ndim != 2 or \
+            not _dt.is_float_dtype(weight._data.dtype):
         what = (f"{weight.dtype.name} tensor of shape {tuple(weight.shape)}"
                 if isinstance(weight, Tensor) else type(weight).__name__)
         raise RuntimeError(f"{who}: weight must be a 2-D floating point tensor (num_embeddings x "

@@ -39,6 +39,7 @@ import math
 
 import numpy as np
 
+from ... import dtypes as _dt
 from ...autograd.function import Function
 from ...tensor import Tensor
 
@@ -68,7 +69,7 @@ class Resample(Function):
 
     @staticmethod
     def forward(ctx, x, dim, taps, in_size):
-        xd = x._data
+        xd = _dt.compute_array(x._data)        # bfloat16: in float32, rounded once
         shape = list(xd.shape)
         shape[dim] = taps[0][0].size if taps else 0
         out = None if taps else np.zeros(shape, xd.dtype)
@@ -79,7 +80,7 @@ class Resample(Function):
             out = part if out is None else np.add(out, part, out=out)
         if ctx.needs_input_grad:
             ctx.args = (dim, taps, in_size)
-        return out
+        return _dt.result_array(out, x._data.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -93,7 +94,7 @@ class ResampleT(Function):
 
     @staticmethod
     def forward(ctx, g, dim, taps, in_size):
-        gd = g._data
+        gd = _dt.compute_array(g._data)        # bfloat16: in float32, rounded once
         shape = list(gd.shape)
         shape[dim] = in_size
         out = np.zeros(shape, gd.dtype)
@@ -107,7 +108,7 @@ class ResampleT(Function):
             out[where] += sums
         if ctx.needs_input_grad:
             ctx.args = (dim, taps, in_size)
-        return out
+        return _dt.result_array(out, g._data.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -240,11 +241,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                                              for s in out_size):
         raise RuntimeError(f"interpolate(): input and output sizes should be greater than 0, but "
                          f"got input (spatial) {list(shape[2:])} and output {out_size}")
-    if mode not in ("nearest", "nearest-exact") and input._data.dtype.kind != "f":
+    if mode not in ("nearest", "nearest-exact") and not _dt.is_float_dtype(input._data.dtype):
         raise TypeError(f"interpolate(): mode {mode!r} needs a floating point input, got "
                         f"{input.dtype.name}; convert with .float() first")
     ft = input._data.dtype.type if input._data.dtype.kind == "f" else np.float32
-    if ft is np.float16:
+    if ft is np.float16:       # (bfloat16, kind 'V', gets float32 taps too)
         ft = np.float32
     out = input
     for i in range(n):

@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 
 from ... import creation
+from ... import dtypes as _dt
 from ...autograd.function import Function
 from ...autograd.grad_mode import no_grad
 from ...ops import activation as A
@@ -323,8 +324,8 @@ class Glu(Function):
         if ctx.needs_input_grad:
             ctx.save_for_backward(x)
             ctx.dim = dim
-        a, b = np.split(x._data, 2, axis=dim)
-        return a * _sigmoid(b)
+        a, b = np.split(_dt.compute_array(x._data), 2, axis=dim)   # bfloat16: in float32
+        return _dt.result_array(a * _sigmoid(b), x._data.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -348,7 +349,7 @@ def glu(input, dim=-1):
     if n % 2:
         raise RuntimeError(f"glu: Halving dimension must be even, but dimension {d} is size {n} "
                            f"(input of shape {tuple(input._data.shape)})")
-    if input._data.dtype.kind != "f":
+    if not _dt.is_float_dtype(input._data.dtype):
         raise NotImplementedError(f"glu: not implemented for {input.dtype.name} input; convert "
                                   f"it with .float()")
     return Glu.apply(input, d)
