@@ -76,14 +76,16 @@ def _reexec_if_needed(argv):
 if __name__ == "__main__":
     _reexec_if_needed(sys.argv[1:])
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(_HERE, ".."))
 sys.path.insert(0, os.path.join(_HERE, "..", "tests"))   # model_twins.py (imports harness.py)
-import minitorch_edge as mte  # noqa: E402
-import minitorch_edge.models as models  # noqa: E402
-from minitorch_edge import nn  # noqa: E402
+import minitorch_edge as mte
+from minitorch_edge import (
+    models,
+    nn,
+)
 
 try:
     import torch

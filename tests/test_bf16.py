@@ -12,10 +12,10 @@ save/load of a bfloat16 state_dict (BF16 in the safetensors file).
 """
 import numpy as np
 import pytest
+from harness import import_torch
 
 import minitorch_edge as mte
 from minitorch_edge.utils.serialization import ModelFormatError
-from harness import import_torch
 
 torch = import_torch()
 pytestmark = pytest.mark.skipif(not mte.dtypes.bf16_available(), reason="ml_dtypes missing")

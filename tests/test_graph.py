@@ -270,7 +270,7 @@ def test_executor_checks_its_inputs():
 
 
 def test_executor_reuses_its_arena_and_returns_fresh_outputs(zoo):
-    model, x, g = zoo["mobilenet_v2"]
+    _, x, g = zoo["mobilenet_v2"]
     run = g.compile()
     arena = run.arena
     y1 = run(x)

@@ -2,7 +2,8 @@
 generated graphs; in-place reuse and views never change what the executor computes; the arena
 of MobileNetV2 at 224x224 meets its lower bound."""
 import numpy as np
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 import minitorch_edge as mte
 from minitorch_edge import graph, models

@@ -4,12 +4,13 @@ is returned: no allocation), equal to the result without `out` and to the numpy 
 into its memory arena this way."""
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from minitorch_edge.backend import numpy_backend
 
 _C = pytest.importorskip("minitorch_edge._C", reason="the native backend is not built")
-from minitorch_edge.backend import native_conv  # noqa: E402
+from minitorch_edge.backend import native_conv
 
 RNG = np.random.default_rng(3)
 

@@ -27,12 +27,13 @@ defined twice, a cycle or out-of-order node, an unknown op or a shape that disag
     plan = g.plan_memory()         # graph/planner.py: one arena for all intermediates
     run = g.compile()              # graph/executor.py: y = run(x)
 """
+from __future__ import annotations
+
 from dataclasses import dataclass, field
-from typing import Optional
 
 import numpy as np
 
-__all__ = ["Graph", "Node", "Value", "GraphError"]
+__all__ = ["Graph", "GraphError", "Node", "Value"]
 
 
 class GraphError(ValueError):
@@ -46,7 +47,7 @@ class Value:
     name: str
     shape: tuple
     dtype: str = "float32"
-    quant: Optional[dict] = None
+    quant: dict | None = None
 
     def __post_init__(self):
         self.shape = tuple(int(d) for d in self.shape)

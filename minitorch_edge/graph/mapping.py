@@ -15,10 +15,19 @@ from ..nn.functional.linear import Addmm
 from ..nn.functional.normalization import NativeBatchNorm, NativeLayerNorm
 from ..nn.functional.pooling import AvgPool2D, MaxPool2DWithIndices
 from ..nn.functional.sparse import Embedding
-from ..ops import _views, activation, compare, elementwise, index, join, minmax, reduce
+from ..ops import (
+    _views,
+    activation,
+    compare,
+    elementwise,
+    index,
+    join,
+    minmax,
+    reduce,
+    unary,
+)
 from ..ops.rearrange import ConstantPadNd
 from ..ops.softmax import LogSoftmax, SafeSoftmax, Softmax
-from ..ops import unary
 from ..tensor import Tensor
 
 TABLE = {}

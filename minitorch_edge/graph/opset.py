@@ -35,7 +35,7 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["OPS", "OpDef", "op", "infer", "known", "names", "run_node"]
+__all__ = ["OPS", "OpDef", "infer", "known", "names", "op", "run_node"]
 
 
 @dataclass
@@ -63,7 +63,7 @@ def op(name, infer, elementwise=False, alias=False, writes_out=False, prepare=No
 
 
 def _load():
-    from . import opset_tensor, opset_nn  # noqa: F401  (they fill OPS)
+    from . import opset_nn, opset_tensor  # noqa: F401  (they fill OPS)
 
 
 def known(name):
@@ -78,7 +78,7 @@ def names():
 
 class _In:
     """What an infer rule sees of one input: shape, dtype and, for a constant, its data."""
-    __slots__ = ("name", "shape", "dtype", "data")
+    __slots__ = ("data", "dtype", "name", "shape")
 
     def __init__(self, value, data):
         self.name, self.shape, self.dtype, self.data = value.name, value.shape, value.dtype, data

@@ -30,7 +30,7 @@ import numpy as np
 
 from . import opset
 
-__all__ = ["plan_memory", "MemoryPlan", "Buffer"]
+__all__ = ["Buffer", "MemoryPlan", "plan_memory"]
 
 ALIGN = 64
 

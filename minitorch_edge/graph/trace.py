@@ -27,7 +27,7 @@ from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
 from .ir import Graph, GraphError
 
-__all__ = ["trace", "TraceError"]
+__all__ = ["TraceError", "trace"]
 
 
 class TraceError(GraphError):
