@@ -1,10 +1,10 @@
 """Tests of libmte's fused epilogue, act(a @ b + bias + residual) with act in relu, relu6, gelu,
-gelu_tanh: ``_C.sgemm(..., bias, bias_mode, act, residual)``, ``_C.conv2d(..., act, residual)``
+gelu_tanh, silu, hardswish: ``_C.sgemm(..., bias, bias_mode, act, residual)``, ``_C.conv2d(..., act, residual)``
 and the backend functions over them (``gemm_epilogue``, ``native_conv.conv2d`` with ``act``/``residual``).
 
 Native results are compared with the numpy twins (numpy_backend.gemm_epilogue, which uses
 math.erf in float64) over hypothesis shapes (0, 1, primes, tile tails) on every ISA this CPU
-runs, and with PyTorch (torch.nn.functional.gelu / relu). Bad input to the bindings raises
+runs, and with PyTorch (torch.nn.functional.gelu / relu / silu / hardswish). Bad input to the bindings raises
 TypeError/ValueError naming the argument and leaves ``out`` untouched.
 """
 import os
@@ -22,8 +22,9 @@ else:
 from minitorch_edge import backend  # noqa: E402
 from minitorch_edge.backend import native_gemm, native_conv  # noqa: E402
 from minitorch_edge.backend import numpy_backend as ref  # noqa: E402
+from native_harness import on_every_isa
 
-ACTS = (None, "relu", "relu6", "gelu", "gelu_tanh")
+ACTS = (None, "relu", "relu6", "gelu", "gelu_tanh", "silu", "hardswish")
 DIMS = st.sampled_from([0, 1, 2, 3, 5, 7, 13, 17, 31, 33, 47, 97])
 EPS32 = float(np.finfo(np.float32).eps)
 
@@ -117,6 +118,54 @@ def test_gelu_against_torch():
         err_torch = np.abs(torch32 - expect) / np.maximum(1.0, np.abs(x))
         assert err.max() <= 2.5e-7, (act, err.max())
         assert err.max() <= 2.0 * err_torch.max() + 1e-7  # as accurate as PyTorch's float32
+
+
+@pytest.mark.parametrize("act", ["silu", "hardswish"])
+def test_silu_hardswish_against_torch(act):
+    """The numpy twin is PyTorch's F.silu / F.hardswish (float64: to rounding; float32:
+    hardswish bit for bit), and the native epilogue (every ISA) agrees with both to float32
+    rounding on a dense sweep, at the kinks and at +-inf / NaN (-inf gives NaN, as PyTorch)."""
+    from harness import import_torch
+    torch = import_torch()
+    fn = {"silu": torch.nn.functional.silu, "hardswish": torch.nn.functional.hardswish}[act]
+    x = np.linspace(-12, 12, 200001, dtype=np.float32)
+    x = np.concatenate([x, np.float32([-3, 3, -0.0, 0, -100, 100, -1e30, 1e30, np.inf, -np.inf,
+                                       np.nan])]).reshape(1, -1)
+    expect64 = fn(torch.from_numpy(x.astype(np.float64))).numpy()
+    expect32 = fn(torch.from_numpy(x)).numpy()
+    with np.errstate(invalid="ignore"):
+        twin64 = ref.epilogue_activation(x.astype(np.float64), act)
+        twin32 = ref.epilogue_activation(x, act)
+    assert twin32.dtype == np.float32
+    np.testing.assert_allclose(twin64, expect64, rtol=1e-14, atol=1e-300)
+    if act == "hardswish":
+        np.testing.assert_array_equal(twin32, expect32)
+    else:
+        np.testing.assert_allclose(twin32, expect32, rtol=2e-7, atol=1e-38)
+    one = np.ones((1, 1), np.float32)
+
+    def check(isa):
+        got = _C.sgemm(one, x, act=act)  # 1 x 1 @ 1 x n: the activation of x itself
+        np.testing.assert_allclose(got, twin32, rtol=3e-7, atol=1e-37, err_msg=isa)
+        np.testing.assert_allclose(got, expect32, rtol=3e-7, atol=1e-37, err_msg=isa)
+    on_every_isa(_C, check)
+
+
+@settings(max_examples=20, deadline=None)
+@given(m=DIMS, n=DIMS, k=DIMS, act=st.sampled_from(["silu", "hardswish"]),
+       seed=st.integers(0, 2**31 - 1))
+def test_linear_silu_hardswish_matches_twin(m, n, k, act, seed):
+    """backend.linear with the new activations (native: one GEMM + fused epilogue) equals the
+    float32 twin to rounding, and the float64 twin within the GEMM's rounding."""
+    rng = np.random.default_rng(seed)
+    x, w, b = rand(rng, (m, k)), rand(rng, (n, k)), rand(rng, (n,))
+    got = native_gemm.linear(x, w, b, act=act)
+    twin = ref.linear(x, w, b, act=act)
+    assert got.dtype == np.float32 and got.shape == (m, n)
+    expect = ref.linear(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), act)
+    bound = np.abs(x.astype(np.float64)) @ np.abs(w.astype(np.float64)).T + np.abs(b) + 1.0
+    assert_epilogue_close(got, expect, bound, k)
+    assert_epilogue_close(twin, expect, bound, k)
 
 
 def test_sgemm_bad_input_raises():

@@ -24,7 +24,14 @@ built". ``table()`` (printed by ``minitorch-edge info``) says for each kernel wh
 
 Kernels that have an inference-only fast path (Winograd, prepacked weights) take an
 ``inference`` argument from their caller; the rule for when to take it lives in the native
-module, next to the kernel.
+module, next to the kernel. ``max_pool2d_inference`` is max_pool2d without the indices (which
+only the backward needs).
+
+The inference kernels (conv2d, linear, gemm_epilogue, max_pool2d, max_pool2d_inference,
+avg_pool2d) take ``out=``: an array (C-contiguous, exactly the result's shape and dtype, not
+overlapping the inputs) that the result is written into and that is returned, so that a graph
+executor can place every value in its memory arena; the native versions write it directly,
+allocating no result (rules: epilogue.py).
 """
 import importlib
 import os
@@ -67,6 +74,7 @@ conv2d_prepare         = _kernel("conv2d_prepare",         "native_conv",  "conv
 conv2d_backward_input  = _kernel("conv2d_backward_input",  "native_conv",  "conv2d", "sgemm")
 conv2d_backward_weight = _kernel("conv2d_backward_weight", "native_conv",  "conv2d", "sgemm")
 max_pool2d             = _kernel("max_pool2d",             "native_pool",  "pool2d", "pool")
+max_pool2d_inference   = _kernel("max_pool2d_inference",   "native_pool",  "pool2d", "pool")
 max_pool2d_backward    = _kernel("max_pool2d_backward",    "native_pool",  "pool2d", "pool")
 adaptive_max_pool2d    = _kernel("adaptive_max_pool2d")    # numpy only
 avg_pool2d             = _kernel("avg_pool2d",             "native_pool",  "pool2d", "pool")

@@ -5,7 +5,7 @@ numpy_backend.py; the dispatch table in backend/__init__.py binds them where lib
 kernels are built. Which kernel runs, decided here, next to the kernels:
 
     depthwise 3x3, padding 1, stride 1 or 2     _C.depthwise3x3*      ("depthwise3x3" kernels;
-    (epilogue: bias + ReLU/ReLU6 only)                                native/src/depthwise.c)
+    (no residual)                                                     native/src/depthwise.c)
     3x3, stride 1, groups 1, symmetric padding  _C.winograd3x3        ("winograd3x3" kernels,
     (inference=True only)                                             when _C.winograd_should_use;
                                                                       U cached: prepared.py)
@@ -23,12 +23,17 @@ train-mode BatchNorm can amplify that into visibly different weight gradients, s
 serves inference only and training keeps im2col + GEMM. Prepacked panels are cached per weight
 and dropped when the weight is written, which training does every step.
 
-The epilogue ``act(conv + bias + residual)`` (act None, "relu", "relu6", "gelu", "gelu_tanh";
-residual None or shaped like the output, ResNet's relu(conv(x) + b + identity)) is applied by
-the GEMM's epilogue on each output tile while it is in cache. The depthwise 3x3 kernel fuses
-only bias + ReLU/ReLU6, so GELU or a residual there goes to the im2col path (whose direct
-depthwise loops take every epilogue); Winograd has no epilogue, so its residual and
-activation are in-place passes after it (still faster than im2col for ResNet's 3x3 layers).
+The epilogue ``act(conv + bias + residual)`` (act None, "relu", "relu6", "gelu", "gelu_tanh",
+"silu", "hardswish"; residual None or shaped like the output, ResNet's relu(conv(x) + b +
+identity)) is applied by the GEMM's epilogue on each output tile while it is in cache. The
+depthwise 3x3 kernel fuses bias + ReLU/ReLU6, its other activations are one native in-place
+pass after it (_epilogue_in_place, 2-3x faster than the im2col path's direct depthwise loops);
+a residual there goes to the im2col path (whose direct depthwise loops take every epilogue).
+Winograd has no epilogue, so its residual and activation are that in-place pass too (still
+faster than im2col for ResNet's 3x3 layers).
+
+``out`` (epilogue.py's rule): every kernel writes the result straight into it; an `out` that
+is not a float32 ndarray goes to the numpy twin, which refuses it with a ValueError.
 
 Anything the kernels do not take (a dtype other than float32, array subclasses) goes to the
 numpy twin; float32 arrays that are not C-contiguous are copied to C order first.
@@ -45,7 +50,7 @@ __all__ = ["conv2d", "conv2d_prepare", "conv2d_backward_input", "conv2d_backward
 _DEPTHWISE = "depthwise3x3" in _C.kernels()
 _WINOGRAD = "winograd3x3" in _C.kernels()
 _F32 = np.dtype(np.float32)
-_DEPTHWISE_ACTS = (None, "none", "relu", "relu6")
+_DEPTHWISE_ACTS = (None, "none", "relu", "relu6")  # applied in _C.depthwise3x3's registers
 
 
 def _native(*arrays):
@@ -129,19 +134,17 @@ def conv2d(x, w, bias, stride, padding, dilation, groups, act=None, residual=Non
     stride, padding, dilation = _geom(stride, padding, dilation)
     x, w, bias, residual = _c(x), _c(w), _c(bias), _c(residual)
     s = _depthwise3x3_stride(x.shape[1], w.shape, stride, padding, dilation, groups)
-    if s is not None and _DEPTHWISE and residual is None and act in _DEPTHWISE_ACTS:
-        return _C.depthwise3x3(x, w, bias, s, act or "none", out=out)
+    if s is not None and _DEPTHWISE and residual is None:
+        return _depthwise3x3(x, w, bias, s, act, out)
     tile = (_winograd_tile(x.shape, w.shape, stride, padding, dilation, groups)
             if inference else 0)
     if tile:
         y = _C.winograd3x3(x, w, bias, padding[0], padding[2], U=_winograd_u(w, tile), tile=tile,
                            out=out)
-        if residual is not None:       # Winograd has no epilogue: the residual is one pass more
-            if residual.shape != y.shape:
-                raise ValueError(f"conv2d: residual has shape {residual.shape}, expected the "
-                                 f"output's shape {y.shape}")
-            y += residual
-        return _activate_in_place(y, act)
+        if residual is not None and residual.shape != y.shape:
+            raise ValueError(f"conv2d: residual has shape {residual.shape}, expected the "
+                             f"output's shape {y.shape}")
+        return _epilogue_in_place(y, act, residual)  # Winograd has no epilogue: one pass
     packed = _packed_weight(w, groups) if inference else None
     return _C.conv2d(x, w, bias, stride, padding, dilation, groups, act, residual,
                      packed_w=packed, out=out)
@@ -158,31 +161,44 @@ def conv2d_prepare(x_shape, w, bias, stride, padding, dilation, groups, act=None
         return _ref.conv2d_prepare(x_shape, w, bias, stride, padding, dilation, groups, act,
                                    residual)
     w, bias = _c(w), _c(bias)
-    name = act or "none"
     s = _depthwise3x3_stride(x_shape[1], w.shape, stride, padding, dilation, groups)
-    if s is not None and _DEPTHWISE and not residual and act in _DEPTHWISE_ACTS:
-        return lambda x, residual=None, out=None: _C.depthwise3x3(x, w, bias, s, name, out=out)
+    if s is not None and _DEPTHWISE and not residual:
+        return lambda x, residual=None, out=None: _depthwise3x3(x, w, bias, s, act, out)
     tile = _winograd_tile(tuple(x_shape), w.shape, stride, padding, dilation, groups)
     if tile:
         u = _winograd_u(w, tile)
 
         def winograd(x, residual=None, out=None):
             y = _C.winograd3x3(x, w, bias, padding[0], padding[2], U=u, tile=tile, out=out)
-            if residual is not None:
-                y += residual
-            return _activate_in_place(y, act)
+            return _epilogue_in_place(y, act, residual)
         return winograd
     packed = _packed_weight(w, groups)
     return lambda x, residual=None, out=None: _C.conv2d(
         x, w, bias, stride, padding, dilation, groups, act, residual, packed_w=packed, out=out)
 
 
-def _activate_in_place(y, act):
-    """epilogue_activation(y, act), writing into y where the activation allows it."""
-    if act in ("relu", "relu6"):
-        np.maximum(y, 0, out=y)
-        return np.minimum(y, 6, out=y) if act == "relu6" else y
-    return _ref.epilogue_activation(y, act, "conv2d")
+def _depthwise3x3(x, w, bias, stride, act, out):
+    """_C.depthwise3x3 with any epilogue activation: ReLU / ReLU6 in its registers, the others
+    one native in-place pass after it (as fast as applying them plane by plane in C: the
+    activation's arithmetic, not the memory pass, is what they cost)."""
+    if act in _DEPTHWISE_ACTS:
+        return _C.depthwise3x3(x, w, bias, stride, act or "none", out=out)
+    return _epilogue_in_place(_C.depthwise3x3(x, w, bias, stride, "none", out=out), act)
+
+
+_NO_ROWS = np.empty((1, 0), _F32)
+
+
+def _epilogue_in_place(y, act, residual=None):
+    """y = act(y + residual) written into y (a C-contiguous float32 array), returned: one
+    native pass, the GEMM's epilogue alone (_C.sgemm with K = 0 and beta = 1 computes
+    out = act(out + residual)) on y viewed as one long row."""
+    if y.size == 0 or (act in (None, "none") and residual is None):
+        return y
+    n = y.size
+    _C.sgemm(_NO_ROWS, np.empty((0, n), _F32), beta=1.0, out=y.reshape(1, n), act=act,
+             residual=None if residual is None else residual.reshape(1, n))
+    return y
 
 
 def _depthwise3x3_backward_stride(x_shape, w_shape, grad_shape, stride, padding, dilation,

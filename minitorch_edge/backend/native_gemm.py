@@ -16,6 +16,10 @@ views and broadcasting; ``_C`` gets C-contiguous float32 buffers and plain sizes
     layout              copied to C order only when an operand is not already C-contiguous
     everything else     (other dtypes, 0-d operands, errors) goes to np.matmul itself, so
                         results, dtypes and error messages are numpy's
+
+``linear`` and ``gemm_epilogue`` take ``out=`` (epilogue.py's rule): the SGEMM writes its
+result straight into it (beta = 0: its old contents are not read); an `out` that is not a
+float32 ndarray goes to the twin, which refuses it with a ValueError.
 """
 import numpy as np
 
@@ -91,14 +95,24 @@ def _plain32(x):
     return x is None or (type(x) is np.ndarray and x.dtype == np.float32)
 
 
+def _checked_out(op, out, m, n, inputs):
+    """out (None allowed), refused with epilogue.check_out's ValueError naming `op` unless it
+    is an (m, n) C-contiguous float32 array sharing no memory with the inputs."""
+    if out is not None:
+        _ref.check_out(op, out, (m, n), np.float32, inputs)
+    return out
+
+
 def gemm_epilogue(a, b, bias=None, bias_mode="col", act=None, residual=None, trans_a=False,
-                  trans_b=False):
+                  trans_b=False, out=None):
     """numpy_backend.gemm_epilogue (same arguments and result, to float32 rounding), as one
     native SGEMM whose epilogue adds bias and residual and applies act to each tile while it
-    is in cache. Transposed views are read in place; other dtypes go to the numpy twin."""
+    is in cache. Transposed views are read in place; other dtypes go to the numpy twin. With
+    `out` the SGEMM writes the result there (returned)."""
     if not (_plain32(a) and _plain32(b) and _plain32(bias) and _plain32(residual)
-            and a.ndim == 2 and b.ndim == 2):
-        return _ref.gemm_epilogue(a, b, bias, bias_mode, act, residual, trans_a, trans_b)
+            and _plain32(out) and a.ndim == 2 and b.ndim == 2):
+        return _ref.gemm_epilogue(a, b, bias, bias_mode, act, residual, trans_a, trans_b,
+                                  out=out)
     # a transposed view of a C-contiguous array is read as that array with the flag flipped
     if not a.flags.c_contiguous and a.T.flags.c_contiguous:
         a, trans_a = a.T, not trans_a
@@ -107,8 +121,11 @@ def gemm_epilogue(a, b, bias=None, bias_mode="col", act=None, residual=None, tra
     a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
     bias = None if bias is None else np.ascontiguousarray(bias)
     residual = None if residual is None else np.ascontiguousarray(residual)
+    if out is not None:
+        _checked_out("gemm_epilogue", out, a.shape[1] if trans_a else a.shape[0],
+                     b.shape[0] if trans_b else b.shape[1], (a, b, bias, residual))
     return _C.sgemm(a, b, trans_a=bool(trans_a), trans_b=bool(trans_b), bias=bias,
-                    bias_mode=bias_mode, act=act, residual=residual)
+                    bias_mode=bias_mode, act=act, residual=residual, out=out)
 
 
 # Fewer output features than this leave most of the SGEMM microkernel's tile empty; numpy's
@@ -120,22 +137,24 @@ _LINEAR_MIN_OUT = 16
 _LINEAR_MIN_ROWS = 2
 
 
-def linear(x, w, bias=None, act=None):
+def linear(x, w, bias=None, act=None, out=None):
     """The numpy twin's linear (act(x @ w.T + bias)) as one native GEMM that reads w
     transposed in place, with the bias and the activation applied in its epilogue; other
-    dtypes or layouts go to the twin."""
+    dtypes or layouts go to the twin. With `out` the GEMM writes the result there
+    (returned)."""
     if (type(x) is not np.ndarray or type(w) is not np.ndarray or x.dtype != np.float32
             or w.dtype != np.float32 or x.ndim != 2 or w.ndim != 2
             or x.shape[1] != w.shape[1] or w.shape[0] < _LINEAR_MIN_OUT
             or x.shape[0] < _LINEAR_MIN_ROWS
-            or act not in _ref.ACTIVATIONS
+            or act not in _ref.ACTIVATIONS or not _plain32(out)
             or not (bias is None or (type(bias) is np.ndarray and bias.dtype == np.float32
                                      and bias.shape == w.shape[:1]))):
-        return _ref.linear(x, w, bias, act)
+        return _ref.linear(x, w, bias, act, out=out)
+    _checked_out("linear", out, x.shape[0], w.shape[0], (x, w, bias))
     x = np.ascontiguousarray(x)
     bias = None if bias is None else np.ascontiguousarray(bias)
     if w.flags.c_contiguous:
-        return _C.sgemm(x, w, trans_b=True, bias=bias, act=act)
+        return _C.sgemm(x, w, trans_b=True, bias=bias, act=act, out=out)
     if w.T.flags.c_contiguous:
-        return _C.sgemm(x, w.T, bias=bias, act=act)
-    return _ref.linear(x, w, bias, act)
+        return _C.sgemm(x, w.T, bias=bias, act=act, out=out)
+    return _ref.linear(x, w, bias, act, out=out)

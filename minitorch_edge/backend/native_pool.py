@@ -1,11 +1,16 @@
-"""Native pooling kernels: the numpy twins' max_pool2d, max_pool2d_backward, avg_pool2d and
-avg_pool2d_backward, computed by libmte (native/src/pool.c) through ``_C``.
+"""Native pooling kernels: the numpy twins' max_pool2d, max_pool2d_inference,
+max_pool2d_backward, avg_pool2d and avg_pool2d_backward, computed by libmte (native/src/pool.c)
+through ``_C``.
 
 Each function has exactly the twin's name, signature and result (max pooling bit for bit,
 indices included; average pooling to float32 rounding). The native kernel takes float32 input
 with PyTorch's window rules (padding at most half the kernel); anything else -- other dtypes,
 array-likes, parameters the twin accepts but PyTorch does not -- goes to the numpy twin, so
 behaviour never differs. Arrays that are not C-contiguous are copied once.
+
+The forward kernels take ``out=`` (epilogue.py's rule): the C kernel writes y straight into it
+(an `out` that is not a float32 ndarray goes to the twin, which refuses it with a ValueError).
+max_pool2d_inference computes no indices at all.
 
 The dispatch table in backend/__init__.py binds them where libmte's "pool2d" kernels are
 built.
@@ -17,7 +22,8 @@ import numpy as np
 from .. import _C  # ImportError when the extension is not built
 from . import numpy_backend as _np_backend
 
-__all__ = ["max_pool2d", "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward"]
+__all__ = ["max_pool2d", "max_pool2d_inference", "max_pool2d_backward", "avg_pool2d",
+           "avg_pool2d_backward"]
 
 
 def _pair(v):
@@ -73,17 +79,44 @@ def _divisor(divisor_override):
     return d if abs(d) < 2**62 else False
 
 
-def max_pool2d(x, kernel, stride, padding, dilation, ceil_mode):
-    """numpy_backend.max_pool2d on libmte: (y, int64 flat h*W + w indices)."""
+def _out_ok(out):
+    """True when `out` (None allowed) is something the bindings write into: a float32 ndarray
+    (its shape and layout they check themselves)."""
+    return out is None or (type(out) is np.ndarray and out.dtype == np.float32)
+
+
+def _max_window(x, kernel, stride, padding, dilation, ceil_mode, out):
+    """(C-contiguous x, window) when the native max pooling takes the call, else None."""
     xc, win = _f32(x), _window(kernel, stride, padding, dilation)
-    if xc is not None and win is not None:
-        (kh, kw), (sh, sw), (ph, pw), (dh, dw) = win
-        n, c, h, w = xc.shape
-        ho = _np_backend.pool_output_size(h, kh, sh, ph, dh, bool(ceil_mode))
-        wo = _np_backend.pool_output_size(w, kw, sw, pw, dw, bool(ceil_mode))
-        if ho >= 0 and wo >= 0 and (h > 0 and w > 0 or n * c * ho * wo == 0):
-            return _C.max_pool2d(xc, win[0], win[1], win[2], win[3], bool(ceil_mode))
-    return _np_backend.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode)
+    if xc is None or win is None or not _out_ok(out):
+        return None
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = win
+    n, c, h, w = xc.shape
+    ho = _np_backend.pool_output_size(h, kh, sh, ph, dh, bool(ceil_mode))
+    wo = _np_backend.pool_output_size(w, kw, sw, pw, dw, bool(ceil_mode))
+    if ho >= 0 and wo >= 0 and (h > 0 and w > 0 or n * c * ho * wo == 0):
+        return xc, win
+    return None
+
+
+def max_pool2d(x, kernel, stride, padding, dilation, ceil_mode, out=None):
+    """numpy_backend.max_pool2d on libmte: (y, int64 flat h*W + w indices); y is `out` when
+    given."""
+    native = _max_window(x, kernel, stride, padding, dilation, ceil_mode, out)
+    if native is not None:
+        return _C.max_pool2d(native[0], *native[1], bool(ceil_mode), out=out)
+    return _np_backend.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode, out=out)
+
+
+def max_pool2d_inference(x, kernel, stride, padding, dilation, ceil_mode, out=None):
+    """numpy_backend.max_pool2d_inference on libmte: y alone (the kernel computes no
+    indices), written into `out` when given."""
+    native = _max_window(x, kernel, stride, padding, dilation, ceil_mode, out)
+    if native is not None:
+        return _C.max_pool2d(native[0], *native[1], bool(ceil_mode), out=out,
+                             return_indices=False)
+    return _np_backend.max_pool2d_inference(x, kernel, stride, padding, dilation, ceil_mode,
+                                            out=out)
 
 
 def max_pool2d_backward(grad_y, indices, x_shape):
@@ -97,18 +130,19 @@ def max_pool2d_backward(grad_y, indices, x_shape):
     return _np_backend.max_pool2d_backward(grad_y, indices, x_shape)
 
 
-def avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
-    """numpy_backend.avg_pool2d on libmte."""
+def avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override,
+               out=None):
+    """numpy_backend.avg_pool2d on libmte (y written into `out` when given)."""
     xc, win, div = _f32(x), _window(kernel, stride, padding), _divisor(divisor_override)
-    if xc is not None and win is not None and div is not False:
+    if xc is not None and win is not None and div is not False and _out_ok(out):
         (kh, kw), (sh, sw), (ph, pw), _ = win
         ho = _np_backend.pool_output_size(xc.shape[2], kh, sh, ph, 1, bool(ceil_mode))
         wo = _np_backend.pool_output_size(xc.shape[3], kw, sw, pw, 1, bool(ceil_mode))
         if ho >= 0 and wo >= 0:
             return _C.avg_pool2d(xc, win[0], win[1], win[2], bool(ceil_mode),
-                                 bool(count_include_pad), div)
+                                 bool(count_include_pad), div, out=out)
     return _np_backend.avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad,
-                                  divisor_override)
+                                  divisor_override, out=out)
 
 
 def avg_pool2d_backward(grad_y, x_shape, kernel, stride, padding, count_include_pad,

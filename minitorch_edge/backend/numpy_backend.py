@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from .._special import erf
+from .epilogue import ACTIVATIONS, check_out, epilogue_activation, result_into
 
 NAME = "numpy"
 
@@ -23,44 +24,20 @@ def matmul(a, b):
 # ==== fused epilogue ============================================================================
 # What libmte does to each tile of a GEMM's (or conv's) result while it is still in cache:
 #     out = act(a @ b + bias + residual)
-# Here it is spelled out in separate numpy steps; the native twin does it in one pass.
-
-ACTIVATIONS = (None, "none", "relu", "relu6", "gelu", "gelu_tanh")
-
-
-def epilogue_activation(y, act, op="gemm_epilogue"):
-    """The epilogue's activations (y's dtype is kept; GELU is evaluated in float64):
-
-        relu       max(y, 0)
-        relu6      min(max(y, 0), 6)
-        gelu       0.5 y (1 + erf(y / sqrt 2))                         (exact, math.erf)
-        gelu_tanh  0.5 y (1 + tanh(sqrt(2/pi) (y + 0.044715 y^3)))     (PyTorch's 'tanh')
-    """
-    if act in (None, "none"):
-        return y
-    if act == "relu":
-        return np.maximum(y, 0)
-    if act == "relu6":
-        return np.minimum(np.maximum(y, 0), 6)
-    if act == "gelu":
-        y64 = np.asarray(y, dtype=np.float64)
-        return (0.5 * y64 * (1.0 + erf(y64 / math.sqrt(2.0)))).astype(y.dtype)
-    if act == "gelu_tanh":
-        y64 = np.asarray(y, dtype=np.float64)
-        t = np.tanh(math.sqrt(2.0 / math.pi) * (y64 + 0.044715 * y64 ** 3))
-        return (0.5 * y64 * (1.0 + t)).astype(y.dtype)
-    raise ValueError(f"{op}: act must be one of None, 'none', 'relu', 'relu6', 'gelu', "
-                     f"'gelu_tanh', got {act!r}")
+# Here it is spelled out in separate numpy steps; the native twin does it in one pass. The
+# activations (ACTIVATIONS, epilogue_activation) and the out= rule (check_out, result_into)
+# live in epilogue.py, shared with the native modules (imported above).
 
 
 def gemm_epilogue(a, b, bias=None, bias_mode="col", act=None, residual=None, trans_a=False,
-                  trans_b=False):
+                  trans_b=False, out=None):
     """act(op(a) @ op(b) + bias + residual), op(x) = x.T if trans_x else x; a, b 2-D.
 
     bias: (N,) added to every row (bias_mode="col", a Linear layer's bias) or (M,) added to
     every column (bias_mode="row", a conv's per-channel bias); residual: (M, N), added after
     bias and before the activation (see epilogue_activation). Not differentiable by itself:
-    the ops that use it compose the gradient from the pieces."""
+    the ops that use it compose the gradient from the pieces. `out`: an (M, N) array of the
+    result's dtype to write it into (returned; epilogue.check_out)."""
     a = a.T if trans_a else a
     b = b.T if trans_b else b
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
@@ -71,29 +48,30 @@ def gemm_epilogue(a, b, bias=None, bias_mode="col", act=None, residual=None, tra
         raise ValueError(f"gemm_epilogue: bias_mode must be 'col' or 'row', got {bias_mode!r}")
     if act not in ACTIVATIONS:
         epilogue_activation(a[:0, :0], act)  # raises the error
-    out = np.matmul(a, b)
+    y = np.matmul(a, b)
     if bias is not None:
         want = n if bias_mode == "col" else m
         if bias.shape != (want,):
             raise ValueError(f"gemm_epilogue: bias has shape {bias.shape}, expected ({want},) "
                              f"for bias_mode={bias_mode!r} and a {m}x{n} result")
-        out = out + (bias if bias_mode == "col" else bias[:, None])
+        y = y + (bias if bias_mode == "col" else bias[:, None])
     if residual is not None:
         if residual.shape != (m, n):
             raise ValueError(f"gemm_epilogue: residual has shape {residual.shape}, expected "
                              f"({m}, {n}), the shape of the result")
-        out = out + residual
-    return epilogue_activation(out, act)
+        y = y + residual
+    return result_into("gemm_epilogue", epilogue_activation(y, act), out, (a, b))
 
 
-def linear(x, w, bias=None, act=None):
+def linear(x, w, bias=None, act=None, out=None):
     """y = act(x @ w.T (+ bias)): x (rows, in), w (out, in), bias (out,) or None -> (rows, out);
     act as in epilogue_activation. One call for a Linear layer's forward, or a Linear and the
-    activation after it (the native twin is one transposed-B GEMM with a fused epilogue)."""
-    out = np.matmul(x, w.T)
+    activation after it (the native twin is one transposed-B GEMM with a fused epilogue).
+    `out`: a (rows, out) array of the result's dtype to write it into (returned)."""
+    y = np.matmul(x, w.T)
     if bias is not None:
-        out += bias
-    return epilogue_activation(out, act, "linear")
+        y += bias
+    return result_into("linear", epilogue_activation(y, act, "linear"), out, (x,))
 
 
 # ==== convolution ===============================================================================
@@ -177,7 +155,8 @@ def conv2d(x, w, bias, stride, padding, dilation, groups, act=None, residual=Non
     computed as im2col + one GEMM per group: (O/g, K) @ (K, N*Ho*Wo) with K = C/g*kh*kw.
     Returns (N, O, Ho, Wo), C-contiguous, in x's dtype. `inference` (True when no gradient
     will be taken) lets the native twin take its inference-only paths; here it changes
-    nothing. `out`: an array of the result's shape and dtype to write it into (returned)."""
+    nothing. `out`: an array of the result's shape and dtype to write it into (returned;
+    epilogue.check_out)."""
     if act not in ACTIVATIONS:
         epilogue_activation(x[:0], act, "conv2d")  # raises the error
     n, _, h, wd = x.shape
@@ -197,11 +176,7 @@ def conv2d(x, w, bias, stride, padding, dilation, groups, act=None, residual=Non
     y = epilogue_activation(y, act, "conv2d")
     if out is None:
         return np.ascontiguousarray(y)
-    if out.shape != y.shape or out.dtype != y.dtype:
-        raise ValueError(f"conv2d: out has shape {out.shape} and dtype {out.dtype}, expected "
-                         f"{y.shape} and {y.dtype}")
-    np.copyto(out, y)
-    return out
+    return result_into("conv2d", y, out, (x,))
 
 
 def conv2d_prepare(x_shape, w, bias, stride, padding, dilation, groups, act=None,
@@ -265,18 +240,28 @@ def _lowest(dtype):
     return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
 
 
-def max_pool2d(x, kernel, stride, padding, dilation, ceil_mode):
-    """y[n, c, r, s] = max_{i, j} x[n, c, r*sh + i*dh - ph, s*sw + j*dw - pw] (padding never
-    wins) and the flat index h*W + w of the winner: the first one on ties; in a window with NaNs
-    the output is NaN and the index that of the last NaN (as PyTorch). Returns (y, indices);
-    indices is int64."""
-    n, c, h, w = x.shape
+def _max_pool_taps(x, kernel, stride, padding, dilation, ceil_mode):
+    """The windows of max pooling as a view (N, C, kh, kw, ho, wo) of x padded with the
+    lowest value (so padding never wins; see _windows)."""
+    _, _, h, w = x.shape
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
     ho = pool_output_size(h, kh, sh, ph, dh, ceil_mode)
     wo = pool_output_size(w, kw, sw, pw, dw, ceil_mode)
     xp = _pool_pad(x, ph, pw, (ho - 1) * sh + dh * (kh - 1) + 1,
                    (wo - 1) * sw + dw * (kw - 1) + 1, _lowest(x.dtype))
-    view = _windows(xp, kh, kw, ho, wo, (sh, sw), (dh, dw))
+    return _windows(xp, kh, kw, ho, wo, (sh, sw), (dh, dw))
+
+
+def max_pool2d(x, kernel, stride, padding, dilation, ceil_mode, out=None):
+    """y[n, c, r, s] = max_{i, j} x[n, c, r*sh + i*dh - ph, s*sw + j*dw - pw] (padding never
+    wins) and the flat index h*W + w of the winner: the first one on ties; in a window with NaNs
+    the output is NaN and the index that of the last NaN (as PyTorch). Returns (y, indices);
+    indices is int64. `out`: an array of y's shape and dtype to write y into (returned as y).
+    Inference, which needs no indices: max_pool2d_inference."""
+    n, c, _, w = x.shape
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
+    view = _max_pool_taps(x, kernel, stride, padding, dilation, ceil_mode)
+    ho, wo = view.shape[4:]
     # one contiguous copy with the window offset k = i*kw + j first: every later pass is a
     # fast contiguous one
     win = np.ascontiguousarray(view.transpose(2, 3, 0, 1, 4, 5)).reshape(kh * kw, n, c, ho, wo)
@@ -292,7 +277,23 @@ def max_pool2d(x, kernel, stride, padding, dilation, ceil_mode):
     # index = (r*sh - ph + i*dh) * W + (s*sw - pw + j*dw): a per-pixel base + a per-k offset
     base = (np.arange(ho) * sh - ph)[:, None] * w + (np.arange(wo) * sw - pw)
     offset = (np.arange(kh * kw) // kw) * dh * w + (np.arange(kh * kw) % kw) * dw
-    return best, base + offset[arg]
+    return result_into("max_pool2d", best, out, (x,)), base + offset[arg]
+
+
+def max_pool2d_inference(x, kernel, stride, padding, dilation, ceil_mode, out=None):
+    """max_pool2d's y alone, without the indices (inference: no gradient will be scattered
+    back): a running maximum over the window's taps (NaN propagates, as in max_pool2d),
+    written into `out` when it is given (an array of y's shape and x's dtype; returned)."""
+    view = _max_pool_taps(x, kernel, stride, padding, dilation, ceil_mode)
+    n, c, kh, kw, ho, wo = view.shape
+    if out is None:
+        y = np.empty((n, c, ho, wo), x.dtype)
+    else:
+        y = check_out("max_pool2d_inference", out, (n, c, ho, wo), x.dtype, (x,))
+    np.copyto(y, view[:, :, 0, 0])
+    for k in range(1, kh * kw):
+        np.maximum(y, view[:, :, k // kw, k % kw], out=y)
+    return y
 
 
 def max_pool2d_backward(grad_y, indices, x_shape):
@@ -357,16 +358,22 @@ def _avg_scale(x_shape, kernel, stride, padding, ho, wo, count_include_pad, divi
     return np.maximum(dh[:, None] * dw[None, :], 1).astype(dtype)
 
 
-def avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
+def avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override,
+               out=None):
     """y[n, c, r, s] = (sum of the kh x kw window of zero-padded x) / divisor, where divisor is
     divisor_override if given, else the window's size clipped to the padded input
-    (count_include_pad) or the number of real input elements it covers."""
+    (count_include_pad) or the number of real input elements it covers. `out`: an array of
+    y's shape and x's dtype to write y into (returned)."""
     n, c, h, w = x.shape
     (kh, kw), (sh, sw), (ph, pw) = kernel, stride, padding
     ho = pool_output_size(h, kh, sh, ph, 1, ceil_mode)
     wo = pool_output_size(w, kw, sw, pw, 1, ceil_mode)
     xp = _pool_pad(x, ph, pw, (ho - 1) * sh + kh, (wo - 1) * sw + kw, 0)
-    total = np.zeros((n, c, ho, wo), x.dtype)
+    if out is None:
+        total = np.zeros((n, c, ho, wo), x.dtype)
+    else:
+        total = check_out("avg_pool2d", out, (n, c, ho, wo), x.dtype, (x,))
+        total[...] = 0
     for i in range(kh):
         for j in range(kw):
             total += xp[:, :, i:i + (ho - 1) * sh + 1:sh, j:j + (wo - 1) * sw + 1:sw]

@@ -4,7 +4,9 @@
 //
 //   arrays       checked_array, optional_vector, overlaps, new_f32, fptr, shape_str, dims_str
 //   integers     as_int, as_ints (an int or a sequence), as_pair, as_shape4, pair_str
-//   activations  as_activation ("none", "relu", "relu6", "gelu", "gelu_tanh")
+//   activations  as_activation ("none", "relu", "relu6", "gelu", "gelu_tanh", "silu",
+//                "hardswish")
+//   outputs      output_array (a new array, or a caller's `out` checked and written in place)
 //   kernels      run_kernel / without_gil (the call with the GIL released), raise_status
 //
 // Errors: a wrong type (not an ndarray, not float32, not an int) is TypeError; a wrong rank,
@@ -203,7 +205,11 @@ inline std::array<int64_t, 4> as_shape4(const char *op, const char *name, py::ha
 // ------------------------------------------------------------------------ activations
 
 // mte_activation's names, by value; a binding accepts those up to some `last`
-inline constexpr const char *kActivations[] = {"none", "relu", "relu6", "gelu", "gelu_tanh"};
+inline constexpr const char *kActivations[] = {"none", "relu",      "relu6", "gelu",
+                                               "gelu_tanh", "silu", "hardswish"};
+inline constexpr int kLastActivation = MTE_ACT_HARDSWISH;
+static_assert(sizeof kActivations / sizeof kActivations[0] == kLastActivation + 1,
+              "one name per mte_activation");
 
 // "None, 'none', 'relu' or 'relu6'": what an activation argument may be
 inline std::string activation_list(int last, bool none_ok) {
@@ -215,7 +221,7 @@ inline std::string activation_list(int last, bool none_ok) {
 
 // an activation name -> mte_activation (one of the first last+1)
 inline int as_activation(const char *op, const char *name, const std::string &act,
-                         int last = MTE_ACT_GELU_TANH, bool none_ok = false) {
+                         int last = kLastActivation, bool none_ok = false) {
   for (int a = 0; a <= last; ++a)
     if (act == kActivations[a]) return a;
   throw py::value_error(
@@ -224,7 +230,7 @@ inline int as_activation(const char *op, const char *name, const std::string &ac
 
 // the same for a str or None (= "none")
 inline int as_activation(const char *op, const char *name, py::handle act,
-                         int last = MTE_ACT_GELU_TANH) {
+                         int last = kLastActivation) {
   if (act.is_none()) return MTE_ACT_NONE;
   if (!py::isinstance<py::str>(act))
     throw py::type_error(

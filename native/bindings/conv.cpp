@@ -221,9 +221,10 @@ void mte_bind_conv(pybind11::module_ &m) {
         "fused epilogue). x (N, C, H, W); w (O, C/groups, kh, kw); bias (O,) or None;\n"
         "residual None or shaped like y, (N, O, Ho, Wo) (a ResNet block's identity).\n"
         "stride, dilation: int or (h, w); padding: int, (ph, pw) or (top, bottom, left,\n"
-        "right); act: None/'none', 'relu', 'relu6', 'gelu' or 'gelu_tanh', applied in the\n"
-        "GEMM's epilogue. Arrays must be C-contiguous float32. Returns (N, O, Ho, Wo): a new\n"
-        "array, or `out` (that shape, C-contiguous float32, no overlap with the inputs).\n"
+        "right); act: None/'none', 'relu', 'relu6', 'gelu', 'gelu_tanh', 'silu' or\n"
+        "'hardswish', applied in the GEMM's epilogue. Arrays must be C-contiguous float32.\n"
+        "Returns (N, O, Ho, Wo): a new array, or `out` (that shape, C-contiguous float32, no\n"
+        "overlap with the inputs).\n"
         "packed_w: conv2d_pack_weight(w, groups), reused instead of packing w again.");
   m.def("conv2d_pack_weight", &pack_weight, py::arg("w"), py::arg("groups") = 1,
         "conv2d_pack_weight(w, groups=1) -> 1-D float32 array or None\n\n"

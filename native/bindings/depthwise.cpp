@@ -33,6 +33,9 @@ py::array depthwise3x3(py::handle x_obj, py::handle w_obj, py::handle b_obj, py:
   py::array x = checked_array(op, "x", x_obj, 4, 4);
   py::array w = checked_array(op, "w", w_obj, 4, 4);
   const int stride = as_stride12(op, stride_obj);
+  // libmte's mte_depthwise3x3 takes every activation; this binding keeps the ones its
+  // kernels apply in registers (the others: native_conv runs it with 'none', then one
+  // in-place epilogue pass)
   const int act = as_activation(op, "activation", activation, MTE_ACT_RELU6);
   const int64_t N = x.shape(0), C = x.shape(1), H = x.shape(2), W = x.shape(3);
   check_weight(op, w, C);

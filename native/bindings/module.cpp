@@ -166,7 +166,10 @@ PYBIND11_MODULE(_C, m) {
         "starts from zeros). With beta == 0 the old contents of out are not read (NaN there\n"
         "does not propagate). bias: (N,) for bias_mode='col' (added to every row, as in\n"
         "Linear) or (M,) for 'row'. residual: (M, N), added after bias. act: None/'none',\n"
-        "'relu', 'relu6', 'gelu' (exact, erf) or 'gelu_tanh' (PyTorch's approximate='tanh').\n"
+        "'relu', 'relu6', 'gelu' (exact, erf), 'gelu_tanh' (PyTorch's approximate='tanh'),\n"
+        "'silu' (x * sigmoid(x)) or 'hardswish' (x * relu6(x + 3) / 6).\n"
+        "With K == 0 and beta == 1 it is the epilogue alone: out = act(out + bias + residual)\n"
+        "in one pass.\n"
         "Returns out.");
 
   m.def("matmul", &matmul, py::arg("a"), py::arg("b"),

@@ -4,7 +4,9 @@
 //
 // Same rules as every binding file (common.h): float32 C-contiguous arrays used in place,
 // dtype errors raise TypeError, rank/shape/parameter errors ValueError, the GIL is released
-// while the kernel runs, zero-sized dimensions give empty results. Window parameters are
+// while the kernel runs, zero-sized dimensions give empty results. The forward passes take
+// `out=` (the result written into a caller's array, output_array in common.h), and
+// max_pool2d(..., return_indices=False) computes no indices at all (inference). Window parameters are
 // validated here with readable messages before the C library checks them again.
 #include <string>
 
@@ -65,8 +67,9 @@ std::array<int64_t, 4> input_shape(const char *op, py::handle shape_obj, const p
   return s;
 }
 
-py::tuple max_pool2d(py::handle x_obj, py::handle kernel, py::handle stride, py::handle padding,
-                     py::handle dilation, bool ceil_mode) {
+py::object max_pool2d(py::handle x_obj, py::handle kernel, py::handle stride,
+                      py::handle padding, py::handle dilation, bool ceil_mode,
+                      py::handle out_obj, bool return_indices) {
   const char *op = "max_pool2d";
   py::array x = checked_array(op, "x", x_obj, 4, 4);
   mte_pool2d_params p =
@@ -77,12 +80,17 @@ py::tuple max_pool2d(py::handle x_obj, py::handle kernel, py::handle stride, py:
   const int64_t Ho = out[0], Wo = out[1];
   if ((H == 0 || W == 0) && Ho > 0 && Wo > 0 && N * C > 0)
     throw py::value_error(std::string(op) + ": empty input planes (" + shape_str(x) + ")");
-  py::array_t<float> y = new_f32({N, C, Ho, Wo});
-  py::array_t<int64_t> ind({static_cast<py::ssize_t>(N), static_cast<py::ssize_t>(C),
-                            static_cast<py::ssize_t>(Ho), static_cast<py::ssize_t>(Wo)});
-  float *yp = y.mutable_data();
-  int64_t *ip = ind.mutable_data();
+  py::array y = output_array(op, out_obj, {N, C, Ho, Wo}, {&x});
+  float *yp = static_cast<float *>(y.mutable_data());
+  py::array_t<int64_t> ind;
+  int64_t *ip = nullptr;  // NULL: the kernel computes no indices
+  if (return_indices) {
+    ind = py::array_t<int64_t>({static_cast<py::ssize_t>(N), static_cast<py::ssize_t>(C),
+                                static_cast<py::ssize_t>(Ho), static_cast<py::ssize_t>(Wo)});
+    ip = ind.mutable_data();
+  }
   run_kernel(op, [&] { return mte_max_pool2d(&p, N, C, H, W, fptr(x), yp, ip); });
+  if (!return_indices) return std::move(y);
   return py::make_tuple(y, ind);
 }
 
@@ -123,7 +131,8 @@ py::array max_pool2d_backward(py::handle gy_obj, py::handle ind_obj, py::handle 
 }
 
 py::array avg_pool2d(py::handle x_obj, py::handle kernel, py::handle stride, py::handle padding,
-                     bool ceil_mode, bool count_include_pad, py::handle divisor) {
+                     bool ceil_mode, bool count_include_pad, py::handle divisor,
+                     py::handle out_obj) {
   const char *op = "avg_pool2d";
   py::array x = checked_array(op, "x", x_obj, 4, 4);
   mte_pool2d_params p = pool_params(op, kernel, stride, padding, Pair{1, 1}, true);
@@ -132,10 +141,10 @@ py::array avg_pool2d(py::handle x_obj, py::handle kernel, py::handle stride, py:
   const int64_t N = x.shape(0), C = x.shape(1), H = x.shape(2), W = x.shape(3);
   const auto out = pooled_size(op, x, p);
   const int64_t Ho = out[0], Wo = out[1];
-  py::array_t<float> y = new_f32({N, C, Ho, Wo});
-  float *yp = y.mutable_data();
+  py::array y = output_array(op, out_obj, {N, C, Ho, Wo}, {&x});
+  float *yp = static_cast<float *>(y.mutable_data());
   run_kernel(op, [&] { return mte_avg_pool2d(&p, N, C, H, W, fptr(x), yp); });
-  return std::move(y);
+  return y;
 }
 
 py::array avg_pool2d_backward(py::handle gy_obj, py::handle shape_obj, py::handle kernel,
@@ -162,10 +171,14 @@ void mte_bind_pool(pybind11::module_ &m) {
   namespace py = pybind11;
   m.def("max_pool2d", &max_pool2d, py::arg("x"), py::arg("kernel"), py::arg("stride"),
         py::arg("padding"), py::arg("dilation"), py::arg("ceil_mode"),
-        "max_pool2d(x, kernel, stride, padding, dilation, ceil_mode) -> (y, indices)\n\n"
+        py::arg("out") = py::none(), py::arg("return_indices") = true,
+        "max_pool2d(x, kernel, stride, padding, dilation, ceil_mode, out=None,\n"
+        "           return_indices=True) -> (y, indices), or y if not return_indices\n\n"
         "As numpy_backend.max_pool2d: indices (int64) are flat h*W + w positions in each plane;\n"
         "padding (at most kernel / 2) never wins, the first maximum wins ties, a window with\n"
-        "NaN gives NaN at its last NaN.");
+        "NaN gives NaN at its last NaN. return_indices=False (inference) computes no indices\n"
+        "and returns y alone. out: an array to write y into (y's shape, C-contiguous\n"
+        "float32, not overlapping x), which is then what is returned as y.");
   m.def("max_pool2d_backward", &max_pool2d_backward, py::arg("grad_y"), py::arg("indices"),
         py::arg("x_shape"),
         "max_pool2d_backward(grad_y, indices, x_shape) -> grad_x: grad_y scattered (added) at\n"
@@ -173,8 +186,11 @@ void mte_bind_pool(pybind11::module_ &m) {
   m.def("avg_pool2d", &avg_pool2d, py::arg("x"), py::arg("kernel"), py::arg("stride"),
         py::arg("padding"), py::arg("ceil_mode"), py::arg("count_include_pad"),
         py::arg("divisor_override"),
+        py::arg("out") = py::none(),
         "avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad,\n"
-        "           divisor_override) -> y, as numpy_backend.avg_pool2d.");
+        "           divisor_override, out=None) -> y, as numpy_backend.avg_pool2d.\n"
+        "out: an array to write y into (y's shape, C-contiguous float32, not overlapping x),\n"
+        "returned as y.");
   m.def("avg_pool2d_backward", &avg_pool2d_backward, py::arg("grad_y"), py::arg("x_shape"),
         py::arg("kernel"), py::arg("stride"), py::arg("padding"), py::arg("count_include_pad"),
         py::arg("divisor_override"),

@@ -88,7 +88,7 @@ py::array conv(py::handle x_obj, py::handle w_obj, py::handle bias_obj, int64_t 
                           std::to_string(pad_h) + ", " + std::to_string(pad_w) +
                           ") is smaller than the 3x3 kernel");
 
-  py::array out = output_array(op, out_obj, {N, K, Ho, Wo}, {&x, &bias});
+  py::array out = output_array(op, out_obj, {N, K, Ho, Wo}, {&x, &w, &u, &bias});
   float *Y = static_cast<float *>(out.mutable_data());
   run_kernel(op, [&] {
     return mte_winograd3x3(tile, N, C, H, W, K, pad_h, pad_w, fptr(x), Wp, Up, B, Y);

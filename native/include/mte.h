@@ -218,15 +218,18 @@ typedef enum mte_bias_mode {
 
 typedef enum mte_activation {
   MTE_ACT_NONE = 0,
-  MTE_ACT_RELU = 1,     /* max(x, 0) */
-  MTE_ACT_RELU6 = 2,    /* min(max(x, 0), 6) */
-  MTE_ACT_GELU = 3,     /* 0.5 x (1 + erf(x / sqrt 2)): PyTorch's gelu(approximate='none');
-                           erf by a polynomial with |error| < 1e-7 */
-  MTE_ACT_GELU_TANH = 4 /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))):
-                           PyTorch's gelu(approximate='tanh') */
+  MTE_ACT_RELU = 1,      /* max(x, 0) */
+  MTE_ACT_RELU6 = 2,     /* min(max(x, 0), 6) */
+  MTE_ACT_GELU = 3,      /* 0.5 x (1 + erf(x / sqrt 2)): PyTorch's gelu(approximate='none');
+                            erf by a polynomial with |error| < 1e-7 */
+  MTE_ACT_GELU_TANH = 4, /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))):
+                            PyTorch's gelu(approximate='tanh') */
+  MTE_ACT_SILU = 5,      /* x * sigmoid(x) = x / (1 + exp(-x)): PyTorch's silu (swish) */
+  MTE_ACT_HARDSWISH = 6  /* x * relu6(x + 3) / 6: PyTorch's hardswish */
 } mte_activation;
 /* At x = -inf both GELUs give -0 and at +inf they give +inf (the limits); NaN stays NaN.
- * PyTorch gives NaN for gelu(+-inf) and gelu_tanh(-inf) (inf * 0 inside its formula). */
+ * PyTorch gives NaN for gelu(+-inf) and gelu_tanh(-inf) (inf * 0 inside its formula).
+ * SiLU and hardswish give NaN at -inf (-inf * 0) and +inf at +inf, as PyTorch does. */
 
 /* A zero-initialised struct is "no epilogue". The residual fields come last, after the
  * original three, so an initialiser that sets only those (e.g. {MTE_BIAS_PER_COL, bias,

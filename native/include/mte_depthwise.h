@@ -25,8 +25,8 @@ MTE_API int64_t mte_depthwise3x3_output_size(int64_t size, int stride);
  * y[n,c,r,s] = act(bias[c] + sum_{i,j<3} w[c,i,j] * x[n,c, r*stride+i-1, s*stride+j-1])
  * with zeros outside x (padding 1). x (N,C,H,W), w (C,3,3), bias (C) or NULL,
  * y (N,C,Ho,Wo) with Ho/Wo = mte_depthwise3x3_output_size(H/W, stride); stride 1 or 2;
- * activation is an mte_activation (MTE_ACT_NONE, MTE_ACT_RELU, MTE_ACT_RELU6).
- * y must not overlap x.
+ * activation is any mte_activation (ReLU / ReLU6 in the kernel's registers, the others
+ * by the fused epilogue on each output plane while it is in cache). y must not overlap x.
  */
 MTE_API int mte_depthwise3x3(int64_t N, int64_t C, int64_t H, int64_t W, int stride,
                              const float *x, const float *w, const float *bias,

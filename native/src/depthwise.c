@@ -15,10 +15,15 @@
  *     columns (and rows) get different taps: an ISA kernel builds both and interleaves;
  *   weight: per plane, 9 sums of output gradient x shifted input (an ISA kernel, built
  *     like the forward one), added over n in double by one thread per channel (no atomics).
+ *
+ * Activations: the plane kernels apply ReLU / ReLU6 in registers; the others (GELU, SiLU,
+ * hardswish...) are applied by the epilogue family's tile function (mte_epilogue.h, the
+ * active ISA's) to each output plane right after its kernel wrote it, while it is in cache.
  */
 #include <string.h>
 
 #include "mte_depthwise_internal.h"
+#include "mte_epilogue.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -76,15 +81,19 @@ static int zero_row_put(zero_row *z) {
   return st;
 }
 
-/* Run `fn` over the N*C planes: x plane p at x + p*in_plane, y at y + p*out_plane. */
+/* Run `fn` over the N*C planes: x plane p at x + p*in_plane, y at y + p*out_plane; then,
+ * if ep_act is not MTE_ACT_NONE, the epilogue's activation ep_act on each output plane (fn
+ * itself applies `act`, none, ReLU or ReLU6). */
 static int run_planes(mte_dw3x3_plane_fn fn, int64_t planes, int64_t C, int64_t H, int64_t W,
                       int64_t out_plane, const float *x, const float *w, int w_flip,
-                      const float *bias, int act, float *y) {
+                      const float *bias, int act, int ep_act, float *y) {
   zero_row z;
   int st = zero_row_get(W, &z);
   if (st != MTE_OK) return st;
   const float *zeros = z.zeros;
   const int64_t in_plane = H * W;
+  const mte_epilogue_tile_fn ep = ep_act != MTE_ACT_NONE ? mte__isa()->epilogue->tile : NULL;
+  const mte_ep_tile ep_tile = {NULL, NULL, NULL, 0, ep_act};
   const int nt = threads_for((double)planes * (double)out_plane * 9.0, planes);
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
@@ -94,8 +103,9 @@ static int run_planes(mte_dw3x3_plane_fn fn, int64_t planes, int64_t C, int64_t 
     float wf[9];
     if (w_flip) /* 180-degree turn: tap (i, j) <- (2-i, 2-j) */
       for (int k = 0; k < 9; ++k) wf[k] = wc[8 - k];
-    fn(x + p * in_plane, H, W, w_flip ? wf : wc, bias ? bias[p % C] : 0.0f, act, zeros,
-       y + p * out_plane);
+    float *yp = y + p * out_plane;
+    fn(x + p * in_plane, H, W, w_flip ? wf : wc, bias ? bias[p % C] : 0.0f, act, zeros, yp);
+    if (ep) ep(yp, out_plane, 1, out_plane, &ep_tile); /* the plane as one row */
   }
   return zero_row_put(&z);
 }
@@ -104,15 +114,16 @@ int mte_depthwise3x3(int64_t N, int64_t C, int64_t H, int64_t W, int stride, con
                      const float *w, const float *bias, int activation, float *y) {
   int st = check_sizes(N, C, H, W, stride);
   if (st != MTE_OK) return st;
-  if (activation != MTE_ACT_NONE && activation != MTE_ACT_RELU &&
-      activation != MTE_ACT_RELU6)
-    return MTE_EINVAL;
+  if (!mte__valid_activation(activation)) return MTE_EINVAL;
   if (N == 0 || C == 0 || H == 0 || W == 0) return MTE_OK;
   if (!x || !w || !y) return MTE_EINVAL;
   const mte_dw3x3_kernel *k = mte__isa()->depthwise3x3;
   const int64_t Ho = (H - 1) / stride + 1, Wo = (W - 1) / stride + 1;
+  const int in_kernel = activation == MTE_ACT_NONE || activation == MTE_ACT_RELU ||
+                        activation == MTE_ACT_RELU6;
   return run_planes(stride == 1 ? k->stride1 : k->stride2, N * C, C, H, W, Ho * Wo, x, w, 0,
-                    bias, activation, y);
+                    bias, in_kernel ? activation : MTE_ACT_NONE,
+                    in_kernel ? MTE_ACT_NONE : activation, y);
 }
 
 /* ---------------------------------------------------------------- backward, input */
@@ -125,7 +136,8 @@ int mte_depthwise3x3_backward_input(int64_t N, int64_t C, int64_t H, int64_t W, 
   if (!gy || !w || !gx) return MTE_EINVAL;
   const mte_dw3x3_kernel *k = mte__isa()->depthwise3x3;
   if (stride == 1) /* correlation with the turned kernel, same sizes */
-    return run_planes(k->stride1, N * C, C, H, W, H * W, gy, w, 1, NULL, MTE_ACT_NONE, gx);
+    return run_planes(k->stride1, N * C, C, H, W, H * W, gy, w, 1, NULL, MTE_ACT_NONE,
+                      MTE_ACT_NONE, gx);
   const mte_dw3x3_bwd_fn fn = k->bwd_input2;
   const int64_t planes = N * C, Ho = (H - 1) / 2 + 1, Wo = (W - 1) / 2 + 1;
   const int nt = threads_for((double)planes * (double)(H * W) * 2.0, planes);

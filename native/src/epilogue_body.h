@@ -22,6 +22,24 @@ static inline float ep_gelu_tanh(float x) {
   return x < -10.0f ? -0.0f : v; /* > -1e-36 there (and -inf / huge is not NaN) */
 }
 
+/* SiLU: x * sigmoid(x), sigmoid from e = exp(-|x|) in (0, 1] (never overflows):
+ * 1 / (1 + e) for x >= 0, e / (1 + e) for x < 0, so the relative error stays a few ulp on
+ * both sides. exp(-|x|) is 0 below -87: silu(x) = -0 for x < -87 (true value > -1e-36),
+ * silu(-inf) = -inf * 0 = NaN and silu(+inf) = +inf (as PyTorch); NaN stays NaN. */
+static inline float ep_silu(float x) {
+  const float e = mte_vm_exp_le0(-fabsf(x));
+  return x * ((x < 0.0f ? e : 1.0f) / (1.0f + e));
+}
+
+/* hardswish: x * relu6(x + 3) / 6, in PyTorch's order of operations (so float32 results
+ * are the same); -inf gives NaN (-inf * 0) as in PyTorch, NaN stays NaN (relu6 keeps it). */
+static inline float ep_hardswish(float x) {
+  float r = x + 3.0f;
+  r = r <= 0.0f ? 0.0f : r;
+  r = r > 6.0f ? 6.0f : r;
+  return x * r / 6.0f;
+}
+
 static inline float ep_none(float x) { return x; }
 /* ReLU and ReLU6 keep NaN as NaN (as PyTorch and numpy do): written so that a NaN fails
  * every comparison that would replace it. */
@@ -52,6 +70,8 @@ EP_ROW(relu)
 EP_ROW(relu6)
 EP_ROW(gelu)
 EP_ROW(gelu_tanh)
+EP_ROW(silu)
+EP_ROW(hardswish)
 
 #define EP_TILE(F)                                                                   \
   for (int64_t i = 0; i < rows; ++i) {                                               \
@@ -77,6 +97,8 @@ static void epilogue_tile(float *c, int64_t ldc, int64_t rows, int64_t cols,
     case MTE_ACT_RELU6: EP_TILE(relu6) break;
     case MTE_ACT_GELU: EP_TILE(gelu) break;
     case MTE_ACT_GELU_TANH: EP_TILE(gelu_tanh) break;
+    case MTE_ACT_SILU: EP_TILE(silu) break;
+    case MTE_ACT_HARDSWISH: EP_TILE(hardswish) break;
     default: EP_TILE(none) break;
   }
 }

@@ -16,6 +16,8 @@
  * max |error| in float32 ~ 9.2e-8, i.e. <= 1.6 ulp, checked in tests/test_epilogue.c).
  * GELU (tanh) is x * sigmoid(2u) = x / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3),
  * with exp from Cody-Waite reduction, a degree-7 Taylor polynomial and exponent bits.
+ * SiLU is x * sigmoid(x) on the same exp, taken of -|x| only (no overflow, no cancellation);
+ * hardswish is x * relu6(x + 3) / 6 (PyTorch's order of operations).
  */
 #ifndef MTE_EPILOGUE_H
 #define MTE_EPILOGUE_H
@@ -66,7 +68,8 @@ static inline void mte__ukernel_with_epilogue(const mte_sgemm_kernel *k, int64_t
 /* 1 if act is an mte_activation this library knows */
 static inline int mte__valid_activation(int act) {
   return act == MTE_ACT_NONE || act == MTE_ACT_RELU || act == MTE_ACT_RELU6 ||
-         act == MTE_ACT_GELU || act == MTE_ACT_GELU_TANH;
+         act == MTE_ACT_GELU || act == MTE_ACT_GELU_TANH || act == MTE_ACT_SILU ||
+         act == MTE_ACT_HARDSWISH;
 }
 
 /* 1 if the float ranges [p, p + n) and [q, q + m) share memory (n, m may be 0) */

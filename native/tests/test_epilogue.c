@@ -4,7 +4,8 @@
  * double-precision references, for every ISA this machine can run (1 and 2 threads):
  *
  *   1. the activations alone, on a dense sweep of x (K == 0, beta == 1 makes C = act(C)):
- *      GELU within 1.5e-7 * max(1, |x|) of 0.5 x (1 + erf(x / sqrt 2)), GELU-tanh likewise
+ *      GELU within 1.5e-7 * max(1, |x|) of 0.5 x (1 + erf(x / sqrt 2)), GELU-tanh, SiLU
+ *      and hardswish likewise; SiLU also relative to itself far left (x e^x, tiny)
  *   2. every activation x bias mode x residual on odd shapes (1, primes, tile tails, several
  *      K slices, transposes, padded leading dimensions); C's padding and the residual are
  *      never written
@@ -22,7 +23,9 @@
 #include "mte_test.h"
 
 static const char *g_label = "";
-static const char *k_act_names[] = {"none", "relu", "relu6", "gelu", "gelu_tanh"};
+static const char *k_act_names[] = {"none", "relu", "relu6", "gelu", "gelu_tanh", "silu",
+                                    "hardswish"};
+#define LAST_ACT MTE_ACT_HARDSWISH
 
 static double act_ref(int act, double v) {
   switch (act) {
@@ -31,6 +34,8 @@ static double act_ref(int act, double v) {
     case MTE_ACT_GELU: return 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
     case MTE_ACT_GELU_TANH:
       return 0.5 * v * (1.0 + tanh(0.79788456080286536 * (v + 0.044715 * v * v * v)));
+    case MTE_ACT_SILU: return v / (1.0 + exp(-v));
+    case MTE_ACT_HARDSWISH: return v * fmin(fmax(v + 3.0, 0.0), 6.0) / 6.0;
     default: return v;
   }
 }
@@ -40,7 +45,7 @@ static double act_ref(int act, double v) {
 static void activation_sweep(int quick) {
   const int64_t n = quick ? 20001 : 400001;
   float *c = malloc((size_t)n * sizeof(float)), *x = malloc((size_t)n * sizeof(float));
-  for (int act = MTE_ACT_GELU; act <= MTE_ACT_GELU_TANH; ++act) {
+  for (int act = MTE_ACT_GELU; act <= LAST_ACT; ++act) {
     for (int64_t i = 0; i < n; ++i) x[i] = c[i] = (float)(-12.0 + 24.0 * (double)i / (n - 1));
     mte_epilogue ep = {MTE_BIAS_NONE, NULL, act, NULL, 0};
     /* K == 0 and beta == 1: C = act(C), one row of n values */
@@ -53,18 +58,52 @@ static void activation_sweep(int quick) {
       const double err = fabs(c[i] - ref) / fmax(1.0, fabs(x[i]));
       if (!(err <= worst)) worst = err, at = i;
     }
-    /* GELU: erf's |error| < 1e-7 plus rounding; tanh form: exp's few ulp */
+    /* GELU: erf's |error| < 1e-7 plus rounding; tanh form and SiLU: exp's few ulp;
+     * hardswish: three roundings */
     const double tol = act == MTE_ACT_GELU ? 1.5e-7 : 2.5e-7;
     printf("    %s: %s max |error| / max(1, |x|) = %.3g\n", g_label, k_act_names[act], worst);
     CHECK(worst <= tol, "[%s] %s: error %.3g at x=%.9g (got %.9g, ref %.9g)", g_label,
           k_act_names[act], worst, x[at], c[at], act_ref(act, x[at]));
-    /* special values: NaN stays NaN, +inf stays +inf, far left gives 0 */
+    /* special values: NaN stays NaN, +inf stays +inf, far left gives 0 (GELU) or NaN at
+     * -inf (SiLU, hardswish: -inf * 0, as PyTorch) */
     float sp[4] = {NAN, INFINITY, -INFINITY, -50.0f};
     CHECK(mte_sgemm_ex(0, 0, 1, 4, 0, 1.0f, NULL, 1, NULL, 4, 1.0f, sp, 4, &ep, NULL) == MTE_OK,
           "special values");
-    CHECK(isnan(sp[0]) && sp[1] == INFINITY && sp[2] == 0.0f && sp[3] == 0.0f,
+    const int gelu = act <= MTE_ACT_GELU_TANH;
+    const double left = act_ref(act, -50.0); /* silu: -50 e^-50 = -9.6e-21 */
+    CHECK(isnan(sp[0]) && sp[1] == INFINITY && (gelu ? sp[2] == 0.0f : isnan(sp[2])) &&
+              fabs(sp[3] - left) <= 3e-7 * fabs(left),
           "[%s] %s special values: %g %g %g %g", g_label, k_act_names[act], sp[0], sp[1],
           sp[2], sp[3]);
+    if (act == MTE_ACT_SILU) { /* x e^x on the far left, relative to itself: no cancellation */
+      double worst_rel = 0;
+      float v[256];
+      for (int i = 0; i < 256; ++i) v[i] = -87.0f + 87.0f * (float)i / 256.0f;
+      float y[256];
+      memcpy(y, v, sizeof y);
+      CHECK(mte_sgemm_ex(0, 0, 1, 256, 0, 1.0f, NULL, 1, NULL, 256, 1.0f, y, 256, &ep, NULL) ==
+                MTE_OK, "silu far left");
+      for (int i = 0; i < 256; ++i) {
+        const double ref = act_ref(act, v[i]);
+        worst_rel = fmax(worst_rel, fabs(y[i] - ref) / fabs(ref));
+      }
+      printf("    %s: silu on [-87, 0) max relative error = %.3g\n", g_label, worst_rel);
+      CHECK(worst_rel <= 4e-7, "[%s] silu relative error %.3g on [-87, 0)", g_label, worst_rel);
+      float z[3] = {-0.0f, -100.0f, 100.0f}; /* (the epilogue's + 0 bias makes -0 +0) */
+      CHECK(mte_sgemm_ex(0, 0, 1, 3, 0, 1.0f, NULL, 1, NULL, 3, 1.0f, z, 3, &ep, NULL) == MTE_OK,
+            "silu edges");
+      CHECK(z[0] == 0.0f && z[1] == 0.0f && z[2] == 100.0f,
+            "[%s] silu(-0, -100, 100) = %g %g %g", g_label, z[0], z[1], z[2]);
+    }
+    if (act == MTE_ACT_HARDSWISH) { /* the kinks at -3 and 3, exactly */
+      float z[6] = {-3.0f, -3.5f, 3.0f, 4.0f, -1.5f, 1.0f};
+      CHECK(mte_sgemm_ex(0, 0, 1, 6, 0, 1.0f, NULL, 1, NULL, 6, 1.0f, z, 6, &ep, NULL) == MTE_OK,
+            "hardswish kinks");
+      CHECK(z[0] == 0.0f && z[1] == 0.0f && z[2] == 3.0f && z[3] == 4.0f && z[4] == -0.375f &&
+                z[5] == (float)(4.0 / 6.0),
+            "[%s] hardswish kinks: %g %g %g %g %g %.9g", g_label, z[0], z[1], z[2], z[3], z[4],
+            z[5]);
+    }
   }
   free(c);
   free(x);
@@ -117,8 +156,10 @@ static int gemm_case(int ta, int tb, int64_t M, int64_t N, int64_t K, float alph
       if (mode == MTE_BIAS_PER_ROW) pre += bias[i], bound += fabs(bias[i]);
       if (mode == MTE_BIAS_PER_COL) pre += bias[j], bound += fabs(bias[j]);
       if (with_res) pre += R[i * ldr + j], bound += fabs(R[i * ldr + j]);
-      /* GEMM rounding through a 1.13-Lipschitz activation, plus the activation's own error */
-      const double tol = 1.2 * (double)(K + 6) * 2.0 * 1.1920929e-07 * bound +
+      /* GEMM rounding through the activation (1.13-Lipschitz; hardswish 1.5), plus the
+       * activation's own error */
+      const double lip = act == MTE_ACT_HARDSWISH ? 1.6 : 1.2;
+      const double tol = lip * (double)(K + 6) * 2.0 * 1.1920929e-07 * bound +
                          3e-7 * fmax(1.0, fabs(pre));
       const double ref = act_ref(act, pre), got = C[i * ldc + j];
       bad = !(fabs(got - ref) <= tol);
@@ -131,7 +172,8 @@ static int gemm_case(int ta, int tb, int64_t M, int64_t N, int64_t K, float alph
   return bad;
 }
 
-/* NaN through ReLU / ReLU6 stays NaN (as in PyTorch and numpy) on every path of the epilogue:
+/* NaN through every activation (ReLU / ReLU6 included) stays NaN (as in PyTorch and numpy)
+ * on every path of the epilogue:
  * the microkernel's fused store (full tiles, bias per column), the tile pass (a ragged last
  * panel, a residual) and K == 0. Row 0 of A is NaN, so row 0 of C must be NaN everywhere. */
 static void relu_keeps_nan(void) {
@@ -143,7 +185,7 @@ static void relu_keeps_nan(void) {
     float *bias = rand_buf((size_t)N, 1.0f), *res = rand_buf((size_t)(M * N), 1.0f);
     float *c = malloc((size_t)(M * N) * sizeof(float));
     for (int64_t k = 0; k < K; ++k) a[k] = NAN;
-    for (int act = MTE_ACT_RELU; act <= MTE_ACT_RELU6; ++act)
+    for (int act = MTE_ACT_RELU; act <= LAST_ACT; ++act)
       for (int with_res = 0; with_res <= 1; ++with_res) {
         mte_epilogue ep = {MTE_BIAS_PER_COL, bias, act, with_res ? res : NULL, N};
         CHECK(mte_sgemm_ex(0, 0, M, N, K, 1.0f, a, K, b, N, 0.0f, c, N, &ep, NULL) == MTE_OK,
@@ -161,7 +203,7 @@ static void gemm_matrix(void) {
   static const int64_t shapes[][3] = {{1, 1, 1},    {7, 13, 5},    {37, 45, 600}, {13, 300, 9},
                                       {5, 7, 0},    {97, 131, 257}, {2, 33, 3},   {31, 1, 17}};
   int s = 0;
-  for (int act = 0; act <= MTE_ACT_GELU_TANH; ++act)
+  for (int act = 0; act <= LAST_ACT; ++act)
     for (int mode = 0; mode < 3; ++mode)
       for (int res = 0; res < 2; ++res)
         for (size_t k = 0; k < sizeof shapes / sizeof *shapes; ++k, ++s) {
@@ -176,11 +218,11 @@ static void gemm_matrix(void) {
 static void argument_tests(void) {
   float a[64], b[64], c[64], r[64];
   for (int i = 0; i < 64; ++i) a[i] = b[i] = r[i] = 1.0f, c[i] = 5.0f;
-  mte_epilogue bad_act = {0, NULL, 5, NULL, 0}, bad_ld = {0, NULL, 0, r, 2},
+  mte_epilogue bad_act = {0, NULL, LAST_ACT + 1, NULL, 0}, bad_ld = {0, NULL, 0, r, 2},
                in_c = {0, NULL, 0, c, 4}, in_c2 = {0, NULL, 0, c + 3, 4},
                zero = {0, NULL, 0, NULL, 0};
   CHECK(mte_sgemm_ex(0, 0, 4, 4, 4, 1, a, 4, b, 4, 0, c, 4, &bad_act, NULL) == MTE_EINVAL,
-        "activation 5");
+        "activation past the last");
   CHECK(mte_sgemm_ex(0, 0, 4, 4, 4, 1, a, 4, b, 4, 0, c, 4, &bad_ld, NULL) == MTE_EINVAL,
         "ld_residual < N");
   CHECK(mte_sgemm_ex(0, 0, 4, 4, 4, 1, a, 4, b, 4, 0, c, 4, &in_c, NULL) == MTE_EINVAL,
@@ -221,7 +263,7 @@ static void conv_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int
   float *res0 = malloc((ny ? ny : 1) * sizeof(float));
   memcpy(res0, res, ny * sizeof(float));
   const double mag = (double)(C / groups * k * k) + 1.0; /* |sum| bound: inputs in [-1, 1) */
-  for (int act = 0; act <= MTE_ACT_GELU_TANH; ++act)
+  for (int act = 0; act <= LAST_ACT; ++act)
     for (int variant = 0; variant < 4; ++variant) {
       const float *bp = variant & 1 ? bias : NULL, *rp = variant & 2 ? res : NULL;
       int st = mte_conv2d_forward(&d, x, w, bp, MTE_ACT_NONE, plain, NULL);
@@ -231,7 +273,8 @@ static void conv_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int
       for (size_t i = 0; i < ny && !bad; ++i) {
         const double pre = (double)plain[i] + (rp ? rp[i] : 0.0);
         const double ref = act_ref(act, pre);
-        bad = !(fabs(y[i] - ref) <= 4e-7 * (mag + 2.0) + 3e-7 * fabs(pre));
+        const double lip = act == MTE_ACT_HARDSWISH ? 1.5 : 1.0;
+        bad = !(fabs(y[i] - ref) <= lip * 4e-7 * (mag + 2.0) + 3e-7 * fabs(pre));
         CHECK(!bad, "[%s] conv N%lld C%lld %lldx%lld K%lld k%lld s%lld p%lld g%lld act %s "
               "bias%d res%d: y[%zu] = %.9g, ref %.9g", g_label, (long long)N, (long long)C,
               (long long)H, (long long)W, (long long)K, (long long)k, (long long)stride,
@@ -262,7 +305,8 @@ static void conv_argument_tests(void) {
   CHECK(mte_conv2d_forward_ex(&d, x, w, NULL, 0, y, y, NULL) == MTE_EINVAL, "res == y");
   CHECK(mte_conv2d_forward_ex(&d, x, w, NULL, 0, y + 47, y, NULL) == MTE_EINVAL,
         "res overlapping y");
-  CHECK(mte_conv2d_forward_ex(&d, x, w, NULL, 5, NULL, y, NULL) == MTE_EINVAL, "act 5");
+  CHECK(mte_conv2d_forward_ex(&d, x, w, NULL, LAST_ACT + 1, NULL, y, NULL) == MTE_EINVAL,
+        "act past the last");
   int untouched = 1;
   for (int i = 0; i < 48; ++i) untouched &= y[i] == 5.0f;
   CHECK(untouched, "rejected conv calls leave y untouched");

@@ -2,7 +2,8 @@
  * test_pool.c - max / average pooling (forward and backward) against naive loops, over
  * random window parameters (kernel 1..4, stride 1..3, padding up to kernel/2, dilation
  * 1..2, ceil_mode), H, W in 1..20, C up to 17, the 2x2 / 3x3 stride-2 fast paths, ties,
- * NaN and -inf, 1 and 3 threads, every ISA; exact-size buffers with sentinels behind.
+ * NaN and -inf, 1 and 3 threads, every ISA; exact-size buffers with sentinels behind; max
+ * pooling with and without indices gives the same output.
  *
  *   test_pool           full run
  *   test_pool --quick   fewer cases (for qemu)
@@ -119,6 +120,15 @@ static void check_case(const mte_pool2d_params *p, int64_t N, int64_t C, int64_t
         }
       }
   CHECK(guard_ok(y, ny) && ind[ny] == -77, "%s max wrote past its outputs", what);
+  { /* without indices (inference): the same y, nothing else written */
+    float *y2 = out_buf(ny);
+    st = mte_max_pool2d(p, N, C, H, W, x, y2, NULL);
+    CHECK(st == MTE_OK, "%s max without indices: status %d", what, st);
+    int same = 1;
+    for (size_t k = 0; k < ny; ++k) same &= same_float(y2[k], y[k]);
+    CHECK(same && guard_ok(y2, ny), "%s max without indices differs", what);
+    free(y2);
+  }
   if (!bad) {
     st = mte_max_pool2d_backward(N, C, H, W, L, gy, ind, gx);
     CHECK(st == MTE_OK, "%s max backward status %d", what, st);
