@@ -213,8 +213,8 @@ def test_every_isa_in_process():
         _C.set_isa("auto")
 
 
-FAMILIES = {"sgemm", "epilogue", "im2col", "depthwise3x3", "pool", "winograd", "rowwise",
-            "attention"}
+FAMILIES = {"sgemm", "epilogue", "im2col", "depthwise3x3", "depthwise", "pool", "winograd",
+            "rowwise", "attention"}
 
 
 def test_dispatch_table_switches_every_family():

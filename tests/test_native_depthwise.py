@@ -1,4 +1,5 @@
-"""Native depthwise 3x3 convolution (_C.depthwise3x3 and its backward) against its numpy twin.
+"""Native depthwise convolution (_C.depthwise: any K x K forward; _C.depthwise3x3 and its
+backward) against its numpy twin.
 
 Forward, backward-input and backward-weight against numpy_backend.conv2d* with groups == C
 (float64 reference, float32 tolerance), on every ISA this CPU runs; the backward kernels are
@@ -134,6 +135,138 @@ def test_depthwise_issue_shapes():
         assert_close(_C.depthwise3x3(x, wt, b, stride), ref, bound, 9, f"C={c}")
 
 
+# ------------------------------------------------------------- general K x K (_C.depthwise)
+
+def dw_ref_any(x, w, bias, s, p, act):
+    """The numpy twin (groups = C) in float64 with padding p and the activation, and the
+    bound sum |w| * |x| + |b|."""
+    c = x.shape[1]
+    pad, x64, w64 = (p, p, p, p), x.astype(np.float64), w.astype(np.float64)
+    b64 = None if bias is None else bias.astype(np.float64)
+    ref = nb.conv2d(x64, w64, b64, (s, s), pad, (1, 1), c, act)
+    bound = nb.conv2d(np.abs(x64), np.abs(w64), None if b64 is None else np.abs(b64), (s, s),
+                      pad, (1, 1), c)
+    return ref, bound
+
+
+GENERAL = dict(
+    n=st.integers(1, 2), c=st.sampled_from([1, 3, 8, 17, 32]), h=st.integers(1, 33),
+    w=st.integers(1, 33), k=st.sampled_from([3, 5, 7]), stride=st.sampled_from([1, 2]),
+    pad_frac=st.floats(0, 0.999), use_bias=st.booleans(),
+    act=st.sampled_from([None, "relu", "relu6"]), seed=st.integers(0, 2**16))
+
+
+@settings(max_examples=120, deadline=None)
+@given(**GENERAL)
+def test_depthwise_any_matches_numpy(n, c, h, w, k, stride, pad_frac, use_bias, act, seed):
+    """_C.depthwise (K 3/5/7, stride 1/2, padding 0..K-1, every activation, H, W 1..33 including
+    sizes below K) equals the numpy twin to 1e-5 relative, on every ISA."""
+    pad = int(pad_frac * k)
+    if min(h, w) + 2 * pad < k:  # no output: the binding refuses it
+        with pytest.raises(ValueError):
+            _C.depthwise(np.zeros((n, c, h, w), np.float32), np.zeros((c, 1, k, k), np.float32),
+                         None, stride, pad)
+        return
+    rng = np.random.default_rng(seed)
+    x, wt = rand(rng, (n, c, h, w)) * 3, rand(rng, (c, 1, k, k))
+    bias = rand(rng, (c,)) if use_bias else None
+    ref, bound = dw_ref_any(x, wt, bias, stride, pad, act)
+
+    def check(isa):
+        y = _C.depthwise(x, wt, bias, stride, pad, act or "none")
+        assert y.dtype == np.float32 and y.flags.c_contiguous and y.shape == ref.shape
+        err = np.abs(y.astype(np.float64) - ref)
+        assert np.all(err <= 1e-5 * bound + 1e-6), f"{isa}: max error {err.max()}"
+    on_every_isa(check)
+
+
+@pytest.mark.parametrize("k, pad", [(1, 0), (2, 1), (4, 2), (9, 4), (11, 3)])
+@pytest.mark.parametrize("stride", [1, 2])
+def test_depthwise_any_other_kernel_sizes(k, pad, stride):
+    rng = np.random.default_rng(k)
+    x, wt, b = rand(rng, (1, 5, 23, 18)), rand(rng, (5, 1, k, k)), rand(rng, (5,))
+    ref, bound = dw_ref_any(x, wt, b, stride, pad, "relu")
+
+    def check(isa):
+        y = _C.depthwise(x, wt, b, stride, pad, "relu")
+        assert np.all(np.abs(y - ref) <= 1e-5 * bound + 1e-6), isa
+    on_every_isa(check)
+
+
+def test_depthwise_any_defaults_and_alias():
+    """padding defaults to K // 2; K = 3 padding 1 is depthwise3x3, bit for bit."""
+    rng = np.random.default_rng(4)
+    x, w3, w5 = rand(rng, (2, 6, 15, 12)), rand(rng, (6, 1, 3, 3)), rand(rng, (6, 1, 5, 5))
+    b = rand(rng, (6,))
+    for s in (1, 2):
+        np.testing.assert_array_equal(_C.depthwise(x, w3, b, s, activation="relu6"),
+                                      _C.depthwise3x3(x, w3, b, s, "relu6"))
+        np.testing.assert_array_equal(_C.depthwise(x, w5, b, s), _C.depthwise(x, w5, b, s, 2))
+        assert _C.depthwise(x, w5, None, (s, s), (2, 2)).shape == (2, 6, (15 - 1) // s + 1,
+                                                                   (12 - 1) // s + 1)
+
+
+@pytest.mark.parametrize("k, stride, pad", [(5, 1, 2), (5, 2, 2), (7, 1, 3), (3, 2, 0),
+                                            (5, 1, 0), (7, 2, 6)])
+def test_backend_routes_depthwise_any(k, stride, pad, monkeypatch):
+    """backend.conv2d with groups == C and a (C, 1, K, K) weight goes to _C.depthwise (with its
+    fused bias + activation), and agrees with the numpy backend."""
+    from minitorch_edge.backend import native_conv
+    rng = np.random.default_rng(k * 10 + pad)
+    x, wt, b = rand(rng, (1, 8, 17, 20)), rand(rng, (8, 1, k, k)), rand(rng, (8,))
+    geom = ((stride, stride), (pad, pad, pad, pad), (1, 1), 8)
+    calls = []
+    real = native_conv._C.depthwise
+
+    class Spy:
+        def __getattr__(self, name):
+            return getattr(_C, name)
+
+        @staticmethod
+        def depthwise(*a, **kw):
+            calls.append(a[3:])
+            return real(*a, **kw)
+    monkeypatch.setattr(native_conv, "_C", Spy())
+    y = native_conv.conv2d(x, wt, b, *geom, act="relu6", inference=True)
+    assert calls == [(stride, pad, "relu6")]
+    ref = nb.conv2d(x.astype(np.float64), wt.astype(np.float64), b.astype(np.float64), *geom,
+                    "relu6")
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
+    # GELU: the kernel without activation, then one in-place pass
+    calls.clear()
+    native_conv.conv2d(x, wt, b, *geom, act="gelu")
+    assert calls == [(stride, pad, "none")]
+    # what the general kernel does not take goes elsewhere: dilation 2, a residual
+    calls.clear()
+    native_conv.conv2d(x, wt, b, (stride, stride), (pad,) * 4, (2, 2), 8)
+    native_conv.conv2d(x, wt, b, *geom, residual=np.zeros_like(y))
+    assert calls == []
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_functional_depthwise5x5_native_equals_numpy(stride):
+    """F.conv2d 5x5 with groups == C: the forward on _C.depthwise, the backward on the im2col
+    path; values and gradients agree with the numpy backend."""
+    import minitorch_edge as mte
+    import minitorch_edge.nn.functional as F
+    rng = np.random.default_rng(8)
+    data, wdata, bdata = rand(rng, (2, 6, 15, 12)), rand(rng, (6, 1, 5, 5)), rand(rng, (6,))
+    results = {}
+    try:
+        for name in ("numpy", "native"):
+            backend.use(name)
+            x = mte.tensor(data, requires_grad=True)
+            w = mte.tensor(wdata, requires_grad=True)
+            b = mte.tensor(bdata, requires_grad=True)
+            y = F.conv2d(x, w, b, stride=stride, padding=2, groups=6)
+            (y * y).sum().backward()
+            results[name] = [t.detach().numpy() for t in (y, x.grad, w.grad, b.grad)]
+    finally:
+        backend.use(os.environ.get("MTE_BACKEND", "auto"))
+    for a, b in zip(results["numpy"], results["native"]):
+        np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-4)
+
+
 # --------------------------------------------------------------------------- bad input
 
 X = np.zeros((1, 2, 5, 5), np.float32)
@@ -152,6 +285,17 @@ BAD = [
     (lambda: _C.depthwise3x3(X, W, None, (1, 2)), ValueError),
     (lambda: _C.depthwise3x3(X, W, None, 1.0), TypeError),
     (lambda: _C.depthwise3x3(X, W, None, 1, "gelu"), ValueError),
+    (lambda: _C.depthwise(X.astype(np.float64), W), TypeError),
+    (lambda: _C.depthwise(X, np.zeros((2, 1, 3, 5), np.float32)), ValueError),
+    (lambda: _C.depthwise(X, np.zeros((2, 2, 3, 3), np.float32)), ValueError),
+    (lambda: _C.depthwise(X, np.zeros((2, 1, 33, 33), np.float32)), ValueError),
+    (lambda: _C.depthwise(X, W, None, 3), ValueError),
+    (lambda: _C.depthwise(X, W, None, 1, 3), ValueError),
+    (lambda: _C.depthwise(X, W, None, 1, -1), ValueError),
+    (lambda: _C.depthwise(X, W, None, 1, (1, 2)), ValueError),
+    (lambda: _C.depthwise(X, W, None, 1, 1, "gelu"), ValueError),
+    (lambda: _C.depthwise(X, np.zeros((2, 1, 7, 7), np.float32), None, 1, 0), ValueError),
+    (lambda: _C.depthwise(X, W, np.zeros(3, np.float32)), ValueError),
     (lambda: _C.depthwise3x3_backward_input(GY, W, 1, 5, 6), ValueError),
     (lambda: _C.depthwise3x3_backward_input(GY, W, 2, 5, 5), ValueError),
     (lambda: _C.depthwise3x3_backward_input(GY, W, 1, -5, 5), ValueError),

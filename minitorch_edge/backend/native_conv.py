@@ -4,8 +4,11 @@ Same names, signatures and results (to float32 rounding) as the numpy twins in
 numpy_backend.py; the dispatch table in backend/__init__.py binds them where libmte's "conv2d"
 kernels are built. Which kernel runs, decided here, next to the kernels:
 
-    depthwise 3x3, padding 1, stride 1 or 2     _C.depthwise3x3*      ("depthwise3x3" kernels;
-    (no residual)                                                     native/src/depthwise.c)
+    depthwise K x K (K <= 31), stride 1 or 2,   _C.depthwise          ("depthwise" kernels;
+    symmetric padding p < K, dilation 1                               native/src/depthwise.c:
+    (forward; no residual)                                            3x3 pad 1 on the 3x3 one)
+    depthwise 3x3, padding 1, stride 1 or 2     _C.depthwise3x3_*     ("depthwise3x3" kernels)
+    (backward)
     3x3, stride 1, groups 1, symmetric padding  _C.winograd3x3        ("winograd3x3" kernels,
     (inference=True only)                                             when _C.winograd_should_use;
                                                                       U cached: prepared.py)
@@ -26,7 +29,7 @@ and dropped when the weight is written, which training does every step.
 The epilogue ``act(conv + bias + residual)`` (act None, "relu", "relu6", "gelu", "gelu_tanh",
 "silu", "hardswish"; residual None or shaped like the output, ResNet's relu(conv(x) + b +
 identity)) is applied by the GEMM's epilogue on each output tile while it is in cache. The
-depthwise 3x3 kernel fuses bias + ReLU/ReLU6, its other activations are one native in-place
+depthwise kernels fuse bias + ReLU/ReLU6, their other activations are one native in-place
 pass after it (_epilogue_in_place, 2-3x faster than the im2col path's direct depthwise loops);
 a residual there goes to the im2col path (whose direct depthwise loops take every epilogue).
 Winograd has no epilogue, so its residual and activation are that in-place pass too (still
@@ -48,6 +51,8 @@ __all__ = ["conv2d", "conv2d_prepare", "conv2d_backward_input", "conv2d_backward
 
 # the kernel sets the conv route uses besides "conv2d" (which the dispatch table checks)
 _DEPTHWISE = "depthwise3x3" in _C.kernels()
+_DEPTHWISE_ANY = "depthwise" in _C.kernels()  # the general K x K forward
+_DEPTHWISE_MAX_K = 31
 _WINOGRAD = "winograd3x3" in _C.kernels()
 _F32 = np.dtype(np.float32)
 _DEPTHWISE_ACTS = (None, "none", "relu", "relu6")  # applied in _C.depthwise3x3's registers
@@ -78,6 +83,24 @@ def _depthwise3x3_stride(c_in, w_shape, stride, padding, dilation, groups):
     if padding != (1, 1, 1, 1) or dilation != (1, 1) or stride not in ((1, 1), (2, 2)):
         return None
     return stride[0]
+
+
+def _depthwise_geom(x_shape, w_shape, stride, padding, dilation, groups):
+    """(K, stride, padding) if the general depthwise forward kernel applies (groups == C_in ==
+    C_out, w (C, 1, K, K), K <= 31, stride (s, s) with s in {1, 2}, one padding p < K on
+    every side, dilation 1, an output that is not empty), else None."""
+    c_in = x_shape[1]
+    if not (groups == c_in == w_shape[0] and w_shape[1] == 1 and w_shape[2] == w_shape[3]):
+        return None
+    k = w_shape[2]
+    if not 1 <= k <= _DEPTHWISE_MAX_K or dilation != (1, 1) or stride not in ((1, 1), (2, 2)):
+        return None
+    p = padding[0]
+    if padding != (p, p, p, p) or not 0 <= p < k:
+        return None
+    if min(x_shape[2:]) + 2 * p < k:  # (an empty output: the general path says what it is)
+        return None
+    return k, stride[0], p
 
 
 def _dw_out(size, s):
@@ -133,9 +156,15 @@ def conv2d(x, w, bias, stride, padding, dilation, groups, act=None, residual=Non
                            out=out)
     stride, padding, dilation = _geom(stride, padding, dilation)
     x, w, bias, residual = _c(x), _c(w), _c(bias), _c(residual)
-    s = _depthwise3x3_stride(x.shape[1], w.shape, stride, padding, dilation, groups)
-    if s is not None and _DEPTHWISE and residual is None:
-        return _depthwise3x3(x, w, bias, s, act, out)
+    if residual is None:
+        # 3x3 padding 1 first (the same kernel _C.depthwise would run, one check less)
+        s = _depthwise3x3_stride(x.shape[1], w.shape, stride, padding, dilation, groups)
+        if s is not None and _DEPTHWISE:
+            return _depthwise3x3(x, w, bias, s, act, out)
+        dw = _depthwise_geom(x.shape, w.shape, stride, padding, dilation, groups) \
+            if _DEPTHWISE_ANY else None
+        if dw is not None:
+            return _depthwise_any(x, w, bias, dw, act, out)
     tile = (_winograd_tile(x.shape, w.shape, stride, padding, dilation, groups)
             if inference else 0)
     if tile:
@@ -164,6 +193,10 @@ def conv2d_prepare(x_shape, w, bias, stride, padding, dilation, groups, act=None
     s = _depthwise3x3_stride(x_shape[1], w.shape, stride, padding, dilation, groups)
     if s is not None and _DEPTHWISE and not residual:
         return lambda x, residual=None, out=None: _depthwise3x3(x, w, bias, s, act, out)
+    dw = _depthwise_geom(tuple(x_shape), w.shape, stride, padding, dilation, groups) \
+        if _DEPTHWISE_ANY and not residual else None
+    if dw is not None:
+        return lambda x, residual=None, out=None: _depthwise_any(x, w, bias, dw, act, out)
     tile = _winograd_tile(tuple(x_shape), w.shape, stride, padding, dilation, groups)
     if tile:
         u = _winograd_u(w, tile)
@@ -175,6 +208,15 @@ def conv2d_prepare(x_shape, w, bias, stride, padding, dilation, groups, act=None
     packed = _packed_weight(w, groups)
     return lambda x, residual=None, out=None: _C.conv2d(
         x, w, bias, stride, padding, dilation, groups, act, residual, packed_w=packed, out=out)
+
+
+def _depthwise_any(x, w, bias, geom, act, out):
+    """_C.depthwise (K x K, geom = (K, stride, padding)) with any epilogue activation, as
+    _depthwise3x3 does."""
+    _, stride, pad = geom
+    if act in _DEPTHWISE_ACTS:
+        return _C.depthwise(x, w, bias, stride, pad, act or "none", out=out)
+    return _epilogue_in_place(_C.depthwise(x, w, bias, stride, pad, "none", out=out), act)
 
 
 def _depthwise3x3(x, w, bias, stride, act, out):

@@ -112,7 +112,8 @@ MTE_API const char *mte_compiled_isas(void);
 /*
  * Per-family dispatch. The ISA-specific code comes in kernel families: "sgemm" (the GEMM
  * microkernel, also under conv and Winograd), "epilogue" (bias/residual/activation on a
- * tile), "im2col" (conv packing and col2im loops), "depthwise3x3", "pool" (pooling row
+ * tile), "im2col" (conv packing and col2im loops), "depthwise3x3", "depthwise" (the general
+ * K x K depthwise forward), "pool" (pooling row
  * kernels) and "winograd" (the transforms). One table maps each ISA to its kernel of every
  * family; the active ISA selects all of them together (mte_set_isa, MTE_ISA). An ISA with
  * no specialised kernel for a family runs the generic one (e.g. neon's epilogue is the
@@ -261,7 +262,7 @@ MTE_API int mte_sgemm_batched(int trans_a, int trans_b, int64_t batch, int64_t M
                               float beta, float *C, int64_t ldc, int64_t stride_c);
 
 /* Names of the operation groups built into this library, space separated: "sgemm conv2d
- * depthwise3x3 winograd3x3 pool2d optim transformer". (The ISA-dispatched kernel families,
+ * depthwise3x3 depthwise winograd3x3 pool2d optim transformer". (The ISA-dispatched kernel families,
  * which these operations are built from, are listed by mte_family_name in section 2.) */
 MTE_API const char *mte_kernels(void);
 

@@ -1,5 +1,8 @@
 /*
- * depthwise.c - depthwise 3x3 convolution (padding 1, stride 1 or 2) and its backward.
+ * depthwise.c - depthwise convolution: the general K x K forward (mte_depthwise, any K up
+ * to 31, stride 1 or 2, padding 0..K-1; per-ISA bodies: depthwise_body.h) and depthwise
+ * 3x3 (padding 1, stride 1 or 2) with its backward, which mte_depthwise uses for K = 3,
+ * padding 1.
  *
  * A depthwise convolution filters each (n, c) plane with its own 3x3 kernel, so the
  * N*C planes are independent: they are the unit of threading, and an ISA kernel
@@ -183,4 +186,91 @@ int mte_depthwise3x3_backward_weight(int64_t N, int64_t C, int64_t H, int64_t W,
     for (int q = 0; q < 9; ++q) gw[c * 9 + q] = (float)acc[q];
   }
   return zero_row_put(&z);
+}
+
+/* ---------------------------------------------------------------- general K x K, forward */
+
+int64_t mte_depthwise_output_size(int64_t size, int K, int stride, int pad) {
+  if (K < 1 || K > MTE_DW_MAX_K || pad < 0 || pad >= K || (stride != 1 && stride != 2) ||
+      size < 0)
+    return -1;
+  if (size == 0 || size + 2 * pad < K) return 0;
+  return (size + 2 * pad - K) / stride + 1;
+}
+
+static int64_t round_up16(int64_t n) { return (n + 15) / 16 * 16; }
+
+/*
+ * The planes run in parallel; each thread has its own ring of padded rows (K rows of S
+ * phase rows, mte_depthwise_internal.h) and all share one zero row, carved from one arena
+ * block that is zeroed once per call (the kernels write only the data columns of the ring,
+ * so its padding columns stay zero across planes).
+ */
+int mte_depthwise(int64_t N, int64_t C, int64_t H, int64_t W, int K, int stride, int pad,
+                  const float *x, const float *w, const float *bias, int activation, float *y) {
+  int st = check_sizes(N, C, H, W, stride);
+  if (st != MTE_OK) return st;
+  if (K < 1 || K > MTE_DW_MAX_K || pad < 0 || pad >= K) return MTE_EINVAL;
+  if (activation != MTE_ACT_NONE && activation != MTE_ACT_RELU &&
+      activation != MTE_ACT_RELU6)
+    return MTE_EINVAL;
+  if (H > INT64_MAX / 4 - 2 * MTE_DW_MAX_K) return MTE_EOVERFLOW;
+  const int64_t Ho = mte_depthwise_output_size(H, K, stride, pad);
+  const int64_t Wo = mte_depthwise_output_size(W, K, stride, pad);
+  if (N == 0 || C == 0 || Ho == 0 || Wo == 0) return MTE_OK;
+  if (!x || !w || !y) return MTE_EINVAL;
+  /* 3x3 with padding 1: the specialised plane kernels (the depthwise3x3 family), which
+   * load the taps straight from x with their borders masked. On the small planes of
+   * MobileNetV2 / EfficientNet (14x14, 7x7) building padded rows costs as much as the nine
+   * FMAs, and the 3x3 kernel is 2-4x faster there (equal on 112x112). */
+  if (K == 3 && pad == 1) return mte_depthwise3x3(N, C, H, W, stride, x, w, bias, activation, y);
+  const mte_dw_kernel *k = mte__isa()->depthwise;
+  mte_dw_geom g = {H, W, Ho, Wo, K, stride, pad, K + MTE_DW_AHEAD * stride, 0};
+  /* a phase row holds the data columns ((W-1+pad)/S + 1) and what an output row reads
+   * (columns up to max(Wo, vl) - 1 + (K-1)/S) */
+  int64_t need = (Wo > k->vl ? Wo : k->vl) + (K - 1) / stride;
+  const int64_t data = (W - 1 + pad) / stride + 1;
+  g.wq = round_up16(need > data ? need : data);
+  const int64_t planes = N * C, ring = mte__dw_ring_floats(&g), zrow = stride * g.wq;
+  const int nt = threads_for((double)planes * (double)(Ho * Wo) * K * K, planes);
+  mte_arena *arena;
+  int is_default;
+  arena = mte__arena_acquire(&is_default);
+  if (!arena) return MTE_ENOMEM;
+  size_t floats, bytes;
+  if (!mte__mul_size((size_t)ring, (size_t)nt, &floats) || floats > SIZE_MAX / 8 ||
+      !mte__mul_size(floats + (size_t)zrow, sizeof(float), &bytes)) {
+    mte__arena_release(arena, is_default);
+    return MTE_EOVERFLOW;
+  }
+  st = mte_arena_reserve(arena, mte_arena_footprint(bytes));
+  float *buf = st == MTE_OK ? (float *)mte_arena_alloc(arena, bytes) : NULL;
+  if (!buf) {
+    mte__arena_release(arena, is_default);
+    return st != MTE_OK ? st : MTE_ENOMEM;
+  }
+  memset(buf, 0, bytes);
+  const float *zeros = buf;
+  const mte_dw_plane_fn fn = k->plane;
+  const int64_t in_plane = H * W, out_plane = Ho * Wo;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt) if (nt > 1)
+#endif
+  {
+#ifdef _OPENMP
+    const int tid = omp_get_thread_num();
+#else
+    const int tid = 0;
+#endif
+    float *my_ring = buf + zrow + (int64_t)tid * ring;
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+    for (int64_t p = 0; p < planes; ++p)
+      fn(x + p * in_plane, &g, w + (p % C) * K * K, bias ? bias[p % C] : 0.0f, activation,
+         zeros, my_ring, y + p * out_plane);
+  }
+  st = mte_arena_check(arena);
+  mte__arena_release(arena, is_default);
+  return st;
 }

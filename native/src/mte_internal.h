@@ -126,6 +126,7 @@ static inline void mte__ukernel_edge(const struct mte_sgemm_kernel *k, int64_t k
  *   epilogue      mte_epilogue_kernel  mte_epilogue.h             epilogue_tile.c
  *   im2col        mte_im2col_kernel    mte_conv_internal.h        im2col_panel.c
  *   depthwise3x3  mte_dw3x3_kernel     mte_depthwise_internal.h   depthwise3x3.c
+ *   depthwise     mte_dw_kernel        mte_depthwise_internal.h   depthwise.c
  *   pool          mte_pool_kernel      mte_pool_internal.h        pool_rows.c
  *   winograd      mte_wino_kernels     mte_winograd_internal.h    winograd_transforms.c
  *   rowwise       mte_rowwise_kernel   mte_transformer_internal.h rowwise.c
@@ -141,6 +142,7 @@ static inline void mte__ukernel_edge(const struct mte_sgemm_kernel *k, int64_t k
   X(epilogue, mte_epilogue_kernel)   \
   X(im2col, mte_im2col_kernel)       \
   X(depthwise3x3, mte_dw3x3_kernel)  \
+  X(depthwise, mte_dw_kernel)        \
   X(pool, mte_pool_kernel)           \
   X(winograd, mte_wino_kernels)      \
   X(rowwise, mte_rowwise_kernel)     \

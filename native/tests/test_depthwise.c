@@ -1,5 +1,7 @@
 /*
- * test_depthwise.c - mte_depthwise3x3 (and its backward) against naive loops in double,
+ * test_depthwise.c - mte_depthwise3x3 (and its backward) and the general mte_depthwise
+ * (K 3/5/7 and a few others, stride 1/2, every padding 0..K-1, H and W 1..33, C in
+ * {1, 3, 8, 17, 32}, each activation) against naive loops in double,
  * for every ISA this machine can run: every H, W in 1..20 with both strides, C up to 17,
  * bias or none, every activation (ReLU / ReLU6 in the kernels, GELU, SiLU, hardswish by
  * the fused epilogue on each plane), 1 and 3 threads, a few large planes; buffers are sized
@@ -228,6 +230,115 @@ static void check_guard_pages(void) {
         }
 }
 
+/* ---------------------------------------------------------------- general K x K forward */
+
+/* mte_depthwise against a plain scalar loop in double; y sized exactly + sentinels */
+static void check_general(int64_t N, int64_t C, int64_t H, int64_t W, int K, int stride,
+                          int pad, int use_bias, int act) {
+  const int64_t Ho = mte_depthwise_output_size(H, K, stride, pad);
+  const int64_t Wo = mte_depthwise_output_size(W, K, stride, pad);
+  CHECK(Ho >= 0 && Wo >= 0, "output size");
+  const size_t nx = (size_t)(N * C * H * W), ny = (size_t)(N * C * Ho * Wo);
+  float *x = rand_buf(nx), *w = rand_buf((size_t)C * K * K), *b = rand_buf((size_t)C);
+  for (size_t i = 0; i < nx; ++i) x[i] *= 4.0f; /* reach the ReLU6 clamp sometimes */
+  float *y = out_buf(ny);
+  int st = mte_depthwise(N, C, H, W, K, stride, pad, x, w, use_bias ? b : NULL, act, y);
+  CHECK(st == MTE_OK, "[%s] status %d", g_isa, st);
+  int bad = 0;
+  for (int64_t n = 0; n < N && !bad; ++n)
+    for (int64_t c = 0; c < C && !bad; ++c) {
+      const float *xp = x + (n * C + c) * H * W;
+      const float *wc = w + c * K * K;
+      for (int64_t r = 0; r < Ho && !bad; ++r)
+        for (int64_t s = 0; s < Wo && !bad; ++s) {
+          double acc = use_bias ? b[c] : 0.0, mag = fabs(acc);
+          for (int i = 0; i < K; ++i)
+            for (int j = 0; j < K; ++j) {
+              double t = (double)wc[K * i + j] *
+                         xat(xp, H, W, r * stride + i - pad, s * stride + j - pad);
+              acc += t;
+              mag += fabs(t);
+            }
+          double ref = act_ref(acc, act);
+          float got = y[((n * C + c) * Ho + r) * Wo + s];
+          if (!(fabs(got - ref) <= 1e-5 * mag + 1e-6)) {
+            CHECK(0, "[%s] general N=%lld C=%lld H=%lld W=%lld K=%d stride=%d pad=%d bias=%d "
+                     "act=%d at (%lld,%lld,%lld,%lld): got %g want %g",
+                  g_isa, (long long)N, (long long)C, (long long)H, (long long)W, K, stride, pad,
+                  use_bias, act, (long long)n, (long long)c, (long long)r, (long long)s, got,
+                  ref);
+            bad = 1;
+          }
+        }
+    }
+  if (!bad) CHECK(1, " ");
+  CHECK(guard_ok(y, ny), "[%s] general wrote past y (H=%lld W=%lld K=%d stride=%d pad=%d)",
+        g_isa, (long long)H, (long long)W, K, stride, pad);
+  free(x), free(w), free(b), free(y);
+}
+
+static void run_general(void) {
+  static const int64_t chans[] = {1, 3, 8, 17, 32};
+  static const int ks[] = {3, 5, 7};
+  const int step = g_quick ? 4 : 1;
+  for (int ki = 0; ki < 3; ++ki)
+    for (int stride = 1; stride <= 2; ++stride)
+      for (int pad = 0; pad < ks[ki]; ++pad)
+        for (int64_t d = 1; d <= 33; d += step) {
+          /* every H with a random W, every W with a random H (sizes below K included) */
+          const int64_t other = 1 + mte_test_pick(33);
+          for (int turn = 0; turn < 2; ++turn) {
+            const int64_t C = chans[mte_test_pick(5)], N = 1 + mte_test_pick(2);
+            check_general(N, C, turn ? other : d, turn ? d : other, ks[ki], stride, pad,
+                          mte_test_pick(2), mte_test_pick(3));
+          }
+        }
+  /* every activation on one shape per (K, stride); the run-time-K loop (K 1, 2, 4, 9);
+   * planes wider than several vectors (EfficientNet-Lite0's) */
+  for (int ki = 0; ki < 3; ++ki)
+    for (int stride = 1; stride <= 2; ++stride)
+      for (int act = 0; act < 3; ++act)
+        check_general(2, 17, 19, 23, ks[ki], stride, ks[ki] / 2, 1, act);
+  static const int odd[][2] = {{1, 0}, {2, 1}, {2, 0}, {4, 2}, {4, 3}, {9, 4}, {11, 0}};
+  for (int q = 0; q < 7; ++q)
+    for (int stride = 1; stride <= 2; ++stride)
+      for (int64_t d = 1; d <= 21; d += g_quick ? 5 : 2)
+        check_general(1, 3, d, 22 - d, odd[q][0], stride, odd[q][1], 1, mte_test_pick(3));
+  static const int64_t big[][4] = {{3, 56, 56, 5}, {5, 14, 14, 5}, {2, 33, 67, 7},
+                                   {2, 112, 40, 3}, {4, 7, 7, 5}, {1, 9, 131, 5}};
+  const int nbig = g_quick ? 3 : (int)(sizeof big / sizeof big[0]);
+  for (int b = 0; b < nbig; ++b)
+    for (int stride = 1; stride <= 2; ++stride)
+      check_general(1, big[b][0], big[b][1], big[b][2], (int)big[b][3], stride,
+                    (int)big[b][3] / 2, 1, MTE_ACT_RELU6);
+}
+
+static void check_general_errors(void) {
+  float x[16] = {0}, w[49] = {0}, y[16];
+  for (int i = 0; i < 16; ++i) y[i] = SENTINEL;
+  CHECK(mte_depthwise(1, 1, 4, 4, 3, 3, 1, x, w, NULL, 0, y) == MTE_EINVAL, "stride 3");
+  CHECK(mte_depthwise(1, 1, 4, 4, 3, 1, 3, x, w, NULL, 0, y) == MTE_EINVAL, "pad = K");
+  CHECK(mte_depthwise(1, 1, 4, 4, 3, 1, -1, x, w, NULL, 0, y) == MTE_EINVAL, "pad < 0");
+  CHECK(mte_depthwise(1, 1, 4, 4, 0, 1, 0, x, w, NULL, 0, y) == MTE_EINVAL, "K = 0");
+  CHECK(mte_depthwise(1, 1, 4, 4, 32, 1, 0, x, w, NULL, 0, y) == MTE_EINVAL, "K = 32");
+  CHECK(mte_depthwise(1, 1, 4, 4, 3, 1, 1, x, w, NULL, 7, y) == MTE_EINVAL, "activation");
+  CHECK(mte_depthwise(1, 1, 4, 4, 3, 1, 1, NULL, w, NULL, 0, y) == MTE_EINVAL, "NULL x");
+  CHECK(mte_depthwise(1, 1, 4, 4, 3, 1, 1, x, NULL, NULL, 0, y) == MTE_EINVAL, "NULL w");
+  CHECK(mte_depthwise(1, 1, 4, 4, 3, 1, 1, x, w, NULL, 0, NULL) == MTE_EINVAL, "NULL y");
+  CHECK(mte_depthwise(-1, 1, 4, 4, 3, 1, 1, x, w, NULL, 0, y) == MTE_EINVAL, "negative N");
+  CHECK(mte_depthwise(INT64_MAX / 2, 4, 1 << 20, 1 << 20, 3, 1, 1, x, w, NULL, 0, y) ==
+            MTE_EOVERFLOW, "overflow");
+  /* empty outputs: nothing read or written */
+  CHECK(mte_depthwise(1, 1, 2, 2, 7, 1, 0, NULL, NULL, NULL, 0, NULL) == MTE_OK, "H < K");
+  CHECK(mte_depthwise(0, 3, 5, 5, 5, 2, 2, NULL, NULL, NULL, 0, NULL) == MTE_OK, "N = 0");
+  for (int i = 0; i < 16; ++i) CHECK(y[i] == SENTINEL, "output written on error");
+  CHECK(mte_depthwise_output_size(7, 5, 1, 2) == 7 && mte_depthwise_output_size(14, 5, 2, 2) == 7 &&
+            mte_depthwise_output_size(3, 7, 1, 1) == 0 && mte_depthwise_output_size(0, 3, 1, 1) == 0 &&
+            mte_depthwise_output_size(8, 3, 3, 1) == -1 && mte_depthwise_output_size(8, 3, 1, 3) == -1 &&
+            mte_depthwise_output_size(9, 7, 2, 0) == 2,
+        "general output sizes");
+}
+
 static void run_shapes(void) {
   check_guard_pages();
   const int step = g_quick ? 3 : 1;
@@ -288,6 +399,7 @@ int main(int argc, char **argv) {
   snprintf(isas, sizeof isas, "%s", mte_compiled_isas());
   printf("test_depthwise: compiled ISAs: %s%s\n", isas, g_quick ? " (quick)" : "");
   check_errors();
+  check_general_errors();
   for (char *name = strtok(isas, " "); name; name = strtok(NULL, " ")) {
     if (!mte_isa_available(name)) {
       printf("  %s: not supported by this CPU, skipped\n", name);
@@ -299,6 +411,7 @@ int main(int argc, char **argv) {
     for (int t = 0; t < (g_quick ? 1 : 2); ++t) {
       mte_set_num_threads(threads[t]);
       run_shapes();
+      run_general();
     }
     printf("  %s: done\n", name);
   }
