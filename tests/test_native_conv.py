@@ -470,3 +470,39 @@ def test_packed_weight_binding_errors():
         _C.conv2d_pack_weight(w, 3)
     with pytest.raises(ValueError, match="groups must be positive"):
         _C.conv2d_pack_weight(w, 0)
+
+
+# ---- 1x1 convolutions: x read in place (the AVX-512 direct tile) -------------------------------
+
+@pytest.mark.parametrize("cin,cout,hw", [
+    (16, 96, 1), (3, 8, 4), (5, 13, 17), (24, 8, 20), (8, 16, 33), (7, 9, 47), (160, 24, 49),
+    (96, 24, 52), (64, 40, 53), (300, 16, 196), (1, 8, 97), (600, 8, 98), (32, 16, 784),
+])
+def test_1x1_in_place_every_width_isa_and_epilogue(cin, cout, hw):
+    """y = act(W x + b + residual) for 1x1 convs whose pixel counts hit every tile shape of
+    the in-place path (masked last vector, 1-4 extra columns down the rows, 49 = 48 + 1,
+    196, K = 1 and past the k slice, channels not a multiple of 8), prepacked or not, on
+    every ISA (those without the direct tile take the packed path), against float64."""
+    rng = np.random.default_rng(cin * 1000 + hw)
+    side = {1: (1, 1), 4: (2, 2), 49: (7, 7), 196: (14, 14), 784: (28, 28)}.get(hw, (1, hw))
+    x = rand(rng, (1, cin) + side)
+    w = rand(rng, (cout, cin, 1, 1)) * 3.0
+    b = rand(rng, (cout,))
+    r = rand(rng, (1, cout) + side)
+    x64, w64 = x.reshape(cin, -1).astype(np.float64), w.reshape(cout, cin).astype(np.float64)
+    base = w64 @ x64
+    bound = np.abs(w64) @ np.abs(x64) + np.abs(b)[:, None] + np.abs(r.reshape(cout, -1))
+    try:
+        for isa in _C.available_isas():
+            _C.set_isa(isa)
+            packed = _C.conv2d_pack_weight(w, 1)
+            for act in (None, "relu", "relu6"):
+                for res in (None, r):
+                    want = base + b[:, None] + (0 if res is None else r.reshape(cout, -1))
+                    if act:
+                        want = np.clip(want, 0, 6 if act == "relu6" else np.inf)
+                    for pk in (None, packed):
+                        y = _C.conv2d(x, w, b, 1, 0, 1, 1, act, res, packed_w=pk)
+                        close(y.reshape(cout, -1), want, bound, cin + 2)
+    finally:
+        _C.set_isa("auto")

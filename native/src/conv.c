@@ -13,7 +13,9 @@
  * im2col"): the cols matrix is never stored, only the block being multiplied, in cache.
  * The microkernel and its block sizes are gemm.c's (mte__isa()->sgemm: the active ISA's).
  * W is packed once per call and shared by every image and thread. A 1x1 stride-1 unpadded
- * convolution packs rows of x directly (B *is* x). With stride 1 along rows, x is first
+ * convolution packs rows of x directly (B *is* x); where the ISA has a direct tile
+ * (mte_direct_tile: AVX-512) and the epilogue fits in registers, it packs nothing and the
+ * microkernel reads x in place (conv_gemm.c's mte__conv_direct_block). With stride 1 along rows, x is first
  * copied into zero-padded planes (when it has padding), so each output-row run of a panel
  * is a contiguous run of the plane: copied with masked vector loads/stores and no bounds
  * checks ("pieces"); other strides go through bounds-checked "segments". Bias, the residual
@@ -371,14 +373,21 @@ int mte_conv2d_forward_packed(const mte_conv2d_desc *d, const float *x, const fl
   const int64_t msplit = direct && jobs < nt && g.Kg >= 16 * (int64_t)mr * nt
                              ? cdiv(nt, jobs) : 1;
   const int64_t mlen = rup(cdiv(g.Kg, msplit), mr); /* output channels per item */
-  const int64_t nb = conv_split(g.HW, nr, MTE_CONV_NB_MAX, cdiv(nt, jobs * msplit));
+  /* a 1x1 conv whose epilogue fits in registers reads x in place (mte_direct_tile): no B
+   * panels; a block of pixels then spans all of K, so its width keeps K x nb within L2 */
+  const int in_place = direct && k->direct &&
+                       (act == MTE_ACT_NONE || act == MTE_ACT_RELU || act == MTE_ACT_RELU6);
+  const int64_t nb = in_place ? conv_split(g.HW, 48, mte__conv_direct_nb(g.KK),
+                                           cdiv(nt, jobs * msplit))
+                              : conv_split(g.HW, nr, MTE_CONV_NB_MAX, cdiv(nt, jobs * msplit));
   const int64_t nblk = cdiv(g.HW, nb), items = jobs * nblk * msplit; /* pixels/item: nb */
   if (nt > items) nt = (int)items;
-  const size_t per_b = (size_t)(kcb * rup(nb, nr)), per_p = padded ? (size_t)(g.Cg * plane) : 0;
+  const size_t per_b = in_place ? 0 : (size_t)(kcb * rup(nb, nr));
+  const size_t per_p = padded ? (size_t)(g.Cg * plane) : 0;
 
   int ok = 1;
   size_t bytes[3] = {conv_bytes(&ok, packed ? 0 : g.G, Mr, g.KK),
-                     conv_bytes(&ok, nt, kcb, rup(nb, nr)),
+                     conv_bytes(&ok, nt, in_place ? 0 : kcb, rup(nb, nr)),
                      conv_bytes(&ok, nt, g.Cg, padded ? plane : 0)};
   if (!ok) return MTE_EOVERFLOW;
   float *buf[3];
@@ -411,6 +420,14 @@ int mte_conv2d_forward_packed(const mte_conv2d_desc *d, const float *x, const fl
       const int64_t y0 = (n * g.K + gi * g.Kg) * g.HW + j0; /* block's first output */
       float *yg = y + y0;
       const float *ag = apack + gi * Mr * g.KK;
+      if (in_place) {
+        mte__conv_direct_block(k, m0, m1, ncols, g.KK, kcb, Mr, ag, xg + j0, g.HWi,
+                               y + (n * g.K + gi * g.Kg) * g.HW + j0, g.HW,
+                               bias ? bias + gi * g.Kg : NULL,
+                               residual ? residual + (n * g.K + gi * g.Kg) * g.HW + j0 : NULL,
+                               act);
+        continue;
+      }
       for (int64_t pc = 0; pc < g.KK; pc += kcb) {
         const int64_t kc = min64(kcb, g.KK - pc);
         if (direct)

@@ -182,6 +182,38 @@ void mte__conv_macro_kernel(const mte_sgemm_kernel *k, int64_t mc, int64_t nc, i
   }
 }
 
+/* The in-place 1x1 block (mte_conv_internal.h): row tiles outermost, so each tile's 8 output
+ * rows are written left to right (8 sequential store streams the prefetchers follow; a
+ * 112x112 expand conv writes 4.8 MB), x's block re-read from L2 per row tile; the tiles of a
+ * row as the kernel's plan cuts them; the k slices of the packed weight innermost. */
+void mte__conv_direct_block(const mte_sgemm_kernel *k, int64_t m0, int64_t m1, int64_t ncols,
+                            int64_t KK, int64_t kcb, int64_t Mr, const float *ag,
+                            const float *x, int64_t ldb, float *y, int64_t ldc,
+                            const float *bias, const float *res, int act) {
+  const int mr = k->mr;
+  int w[MTE_CONV_DIRECT_NB_MAX / 16 + 4];
+  const int nt = k->direct_plan(ncols, w);
+  for (int64_t ir = m0; ir < m1; ir += mr) {
+    mte_direct_tile t;
+    t.rows = (int)min64(mr, m1 - ir), t.ldb = ldb, t.ldc = ldc, t.ldr = ldc, t.act = act;
+    t.bias = bias ? bias + ir : NULL;
+    int64_t j = 0;
+    for (int s = 0; s < nt; j += w[s++]) {
+      t.width = w[s];
+      for (int64_t pc = 0; pc < KK; pc += kcb) {
+        t.kc = min64(kcb, KK - pc);
+        t.a = ag + pc * Mr + ir * t.kc;
+        t.b = x + pc * ldb + j;
+        t.c = y + ir * ldc + j;
+        t.beta = pc == 0 ? 0.0f : 1.0f;
+        t.init_bias = pc == 0, t.last = pc + t.kc >= KK;
+        t.res = res ? res + ir * ldc + j : NULL;
+        k->direct(&t);
+      }
+    }
+  }
+}
+
 /* ---------------------------------------------------------------- arena */
 
 /* Reset (or acquire) the arena, reserve the sum of `n` requests and carve them. */

@@ -227,6 +227,21 @@ typedef struct conv_ep {
 MTE_HIDDEN void mte__conv_macro_kernel(const mte_sgemm_kernel *k, int64_t mc, int64_t nc,
                                        int64_t kc, const float *ap, const float *bp, float *c,
                                        int64_t ldc, float beta, int last, const conv_ep *ep);
+/* The in-place 1x1 path (k->direct): output rows [m0, m1) (a multiple of MR apart from m1)
+ * x columns [0, ncols) of y (ld ldc) = act(W x + bias + res), W the group's packed panels
+ * ag (Mr rows, k slices of kcb), x read in place (ld ldb) from the block's first column;
+ * bias (the group's row 0) and res (at row 0, ld ldc) may be NULL. */
+MTE_HIDDEN void mte__conv_direct_block(const mte_sgemm_kernel *k, int64_t m0, int64_t m1,
+                                       int64_t ncols, int64_t KK, int64_t kcb, int64_t Mr,
+                                       const float *ag, const float *x, int64_t ldb, float *y,
+                                       int64_t ldc, const float *bias, const float *res,
+                                       int act);
+#define MTE_CONV_DIRECT_NB_MAX 2016 /* pixels per in-place block: a multiple of 48 */
+/* pixels per in-place block for K = kk: K x nb floats of x within ~512 KiB of L2 */
+static inline int64_t mte__conv_direct_nb(int64_t kk) {
+  const int64_t nb = (131072 / max64(kk, 1)) / 48 * 48;
+  return min64(MTE_CONV_DIRECT_NB_MAX, max64(48, nb));
+}
 MTE_HIDDEN int mte__conv_scratch_open(conv_scratch *s, mte_arena *given, int n,
                                       const size_t *bytes, float **out);
 MTE_HIDDEN int mte__conv_scratch_close(conv_scratch *s);

@@ -56,6 +56,29 @@ typedef void (*mte_sgemm_ukernel_post_fn)(int64_t kc, const float *MTE_RESTRICT 
  * chains at the ISA's vector width (nothing loaded or stored). Returns the flops done. */
 typedef double (*mte_fma_peak_fn)(int64_t rounds);
 
+/* One MR-row tile of a GEMM whose B is read in place (a 1x1 convolution's input: row-major
+ * K x N, row stride ldb), not packed: rows [0, rows) x columns [0, width) of
+ *     C = act(a @ b + beta C + (init_bias ? bias[i] : 0) + (last ? res : 0))
+ * a: an MR-tall packed panel (kc x MR, as mte_sgemm_ukernel_fn's). beta is 0 or 1; the
+ * activation (NONE, RELU, RELU6) and the residual (ld ldr, or NULL) apply when `last`
+ * (the final k slice); the bias is added when `init_bias` (the first slice: it seeds the
+ * accumulators). width <= the kernel's direct_max. Nothing outside the tile is read from
+ * b beyond its columns [0, width), nor written in c. */
+typedef struct mte_direct_tile {
+  int64_t kc;
+  const float *a, *b;
+  int64_t ldb;
+  float *c;
+  int64_t ldc;
+  int rows, width;
+  float beta;
+  int init_bias, last, act;
+  const float *bias; /* rows values, or NULL */
+  const float *res;  /* residual tile, or NULL */
+  int64_t ldr;
+} mte_direct_tile;
+typedef void (*mte_sgemm_direct_fn)(const mte_direct_tile *t);
+
 typedef struct mte_sgemm_kernel {
   const char *isa;             /* "generic", "avx2", "avx512", "neon" */
   int mr, nr;                  /* register tile */
@@ -74,6 +97,12 @@ typedef struct mte_sgemm_kernel {
   void (*pack_b_trans)(int nr, int64_t cols, int64_t kc, const float *B, int64_t ldb,
                        int64_t j, int64_t p0, float *MTE_RESTRICT dst);
   mte_fma_peak_fn fma_peak;    /* measures this ISA's fp32 FMA peak (mte_peak_gflops) */
+  /* optional: the in-place-B tile (mte_direct_tile) that conv.c's 1x1 path uses instead of
+   * packing x; direct_max: the widest tile it takes; direct_plan: cuts n columns into tile
+   * widths (written to w[], returns how many; at most n / 16 + 2) */
+  mte_sgemm_direct_fn direct;
+  int direct_max;
+  int (*direct_plan)(int64_t n, int *w);
 } mte_sgemm_kernel;
 
 /* Largest MR*NR of any kernel: sizes the stack tile used for edge tiles. */
@@ -89,6 +118,9 @@ extern const mte_sgemm_kernel mte_sgemm_kernel_avx512;
 MTE_HIDDEN void mte__pack_b_trans_avx2(int nr, int64_t cols, int64_t kc, const float *B,
                                        int64_t ldb, int64_t j, int64_t p0,
                                        float *MTE_RESTRICT dst);
+/* x86_avx512/sgemm_direct.c: the AVX-512 direct tile (widths <= 49) and its width plan */
+MTE_HIDDEN void mte__direct_avx512(const mte_direct_tile *t);
+MTE_HIDDEN int mte__direct_plan_avx512(int64_t n, int *w);
 #endif
 #if defined(__aarch64__) && !defined(MTE_NO_NEON_KERNELS)
 #define MTE_HAVE_NEON_KERNELS 1

@@ -189,5 +189,10 @@ const mte_sgemm_kernel mte_sgemm_kernel_avx512 = {
     .ukernel_post = sgemm_ukernel_avx512_post,
     .pack_b_trans = mte__pack_b_trans_avx2,
     .fma_peak = fma_peak_avx512,
+#if MR == 8 /* the direct tile is 8 rows tall (sgemm_direct.c) */
+    .direct = mte__direct_avx512,
+    .direct_max = 49,
+    .direct_plan = mte__direct_plan_avx512,
+#endif
 };
 #endif
