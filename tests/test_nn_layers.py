@@ -594,3 +594,35 @@ def test_upsampling_and_activation_errors():
         nn.PReLU(2)(mte.randn(2, 3, 4))
     with pytest.raises(ValueError, match="min_val"):
         nn.Hardtanh(1.0, -1.0)
+
+
+def test_batch_norm_eval_is_one_function_with_exact_gradients():
+    """Eval-mode batch_norm is one NativeBatchNorm node over the running statistics: its
+    gradients (input, weight, bias) pass gradcheck and gradgradcheck in float64, and equal
+    torch's for random statistics."""
+    from minitorch_edge.autograd import gradgradcheck
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((3, 4, 5, 2))
+    mean, var = rng.normal(0, 0.5, 4), rng.uniform(0.5, 2.0, 4)
+    w, b = rng.uniform(0.5, 1.5, 4), rng.normal(0, 0.3, 4)
+    xs, ws, bs = (mte.tensor(a, requires_grad=True) for a in (x, w, b))
+    rm, rv = mte.tensor(mean), mte.tensor(var)
+
+    def f(x_, w_, b_):
+        return F.batch_norm(x_, rm, rv, w_, b_, training=False, eps=1e-3)
+    assert f(xs, ws, bs).grad_fn.name() == "NativeBatchNormBackward0"
+    assert gradcheck(f, (xs, ws, bs))
+    assert gradgradcheck(f, (xs, ws, bs))
+    if torch is None:
+        return
+    g = rng.standard_normal(x.shape)
+    y = f(xs, ws, bs)
+    y.backward(mte.tensor(g))
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    ty = torch.nn.functional.batch_norm(tx, torch.tensor(mean), torch.tensor(var), tw, tb,
+                                        training=False, eps=1e-3)
+    ty.backward(torch.tensor(g))
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-12, atol=1e-12)
+    for ours, theirs in ((xs, tx), (ws, tw), (bs, tb)):
+        np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-10,
+                                   atol=1e-10)

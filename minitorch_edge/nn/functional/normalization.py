@@ -181,9 +181,10 @@ class NativeBatchNorm(Normalize):
             invstd = Tensor._make(ctx.invstd)
             k = invstd if w is None else invstd * w.reshape(ctx.shape)
             dx = grad * k if need[0] else None
-            dw = sum_to(grad * ((x - Tensor._make(mean)) * invstd), w._data.shape) \
+            axes = (0,) + tuple(range(2, grad._data.ndim))   # every axis but the channels
+            dw = (grad * ((x - Tensor._make(mean)) * invstd)).sum(axes).reshape(w._data.shape) \
                 if w is not None and need[1] else None
-            db = sum_to(grad, b._data.shape) if b is not None and need[2] else None
+            db = grad.sum(axes).reshape(b._data.shape) if b is not None and need[2] else None
             return dx, dw, db, None, None, None, None
         g = _c(grad._data)                 # bfloat16: in float32, each result rounded once
         axes = (0,) + tuple(range(2, g.ndim))
