@@ -352,3 +352,16 @@ def describe_case(ka, da, va, kb, db, vb):
     def one(k, d, v):
         return repr(v) if k == "number" else f"{k}:{d}"
     return f"({one(ka, da, va)}, {one(kb, db, vb)})"
+
+
+def randomize_bn(model, rng):
+    """Give every BatchNorm2d of `model` non-trivial running statistics and affine parameters
+    (drawn from `rng`), so that folding BatchNorm is really exercised; returns the model."""
+    for m in model.modules():
+        if isinstance(m, mte.nn.BatchNorm2d):
+            c = m.num_features
+            m.running_mean._data[...] = rng.normal(0, 0.1, c)
+            m.running_var._data[...] = rng.uniform(0.5, 1.5, c)
+            m.weight._data[...] = rng.uniform(0.5, 1.5, c)
+            m.bias._data[...] = rng.normal(0, 0.1, c)
+    return model

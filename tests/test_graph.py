@@ -7,20 +7,11 @@ import pytest
 import minitorch_edge as mte
 from minitorch_edge import backend, graph, models, nn
 from minitorch_edge.graph import Graph, GraphError, TraceError
+from harness import randomize_bn
 
 RNG = np.random.default_rng(0)
 
 
-def randomize_bn(model):
-    """Non-trivial BatchNorm statistics and affine parameters, so BN is really exercised."""
-    for m in model.modules():
-        if isinstance(m, nn.BatchNorm2d):
-            c = m.num_features
-            m.running_mean._data[...] = RNG.normal(0, 0.1, c)
-            m.running_var._data[...] = RNG.uniform(0.5, 1.5, c)
-            m.weight._data[...] = RNG.uniform(0.5, 1.5, c)
-            m.bias._data[...] = RNG.normal(0, 0.1, c)
-    return model
 
 
 def eager(model, *xs):
@@ -69,7 +60,7 @@ def padded_tokens(n, length):
 def zoo():
     built = {}
     for name, (make, example) in ZOO.items():
-        model = randomize_bn(make())
+        model = randomize_bn(make(), RNG)
         x = example()
         built[name] = (model, x, graph.trace(model, x))
     return built

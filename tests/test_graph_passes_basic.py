@@ -8,9 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minitorch_edge import graph, models, nn
+from minitorch_edge import graph, models
 from minitorch_edge.graph import Graph
 from minitorch_edge.graph.passes import DEFAULT, PASSES
+from harness import randomize_bn
 
 RNG = np.random.default_rng(0)
 MINE = ["eliminate_dead_code", "fold_constants", "remove_identities", "merge_reshapes"]
@@ -468,16 +469,6 @@ def test_random_chains_keep_their_outputs(case):
 
 
 # ---- the zoo ------------------------------------------------------------------------------------
-def _randomize_bn(model):
-    rng = np.random.default_rng(1)
-    for m in model.modules():
-        if isinstance(m, nn.BatchNorm2d):
-            c = m.num_features
-            m.running_mean._data[...] = rng.normal(0, 0.1, c)
-            m.running_var._data[...] = rng.uniform(0.5, 1.5, c)
-            m.weight._data[...] = rng.uniform(0.5, 1.5, c)
-            m.bias._data[...] = rng.normal(0, 0.1, c)
-    return model
 
 
 ZOO = {
@@ -497,7 +488,7 @@ def traced(name):
     if name not in _traced:
         make_model, make_input = ZOO[name]
         x = make_input()
-        _traced[name] = (graph.trace(_randomize_bn(make_model()), x), x)
+        _traced[name] = (graph.trace(randomize_bn(make_model(), np.random.default_rng(1)), x), x)
     return _traced[name]
 
 

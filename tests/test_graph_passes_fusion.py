@@ -8,9 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minitorch_edge import graph, models, nn
+from minitorch_edge import graph, models
 from minitorch_edge.graph import Graph
 from minitorch_edge.graph.passes import fuse_epilogue as fe
+from harness import randomize_bn
 
 RNG = np.random.default_rng(0)
 F32 = np.float32
@@ -37,16 +38,6 @@ def rand(*shape, scale=1.0):
     return (RNG.standard_normal(shape) * scale).astype(F32)
 
 
-def randomize_bn(model):
-    """Non-trivial BatchNorm statistics and affine parameters, so folding is really exercised."""
-    for m in model.modules():
-        if isinstance(m, nn.BatchNorm2d):
-            c = m.num_features
-            m.running_mean._data[...] = RNG.normal(0, 0.1, c)
-            m.running_var._data[...] = RNG.uniform(0.5, 1.5, c)
-            m.weight._data[...] = RNG.uniform(0.5, 1.5, c)
-            m.bias._data[...] = RNG.normal(0, 0.1, c)
-    return model
 
 
 # ---- building blocks for hand-built graphs ----------------------------------------------------
@@ -404,7 +395,7 @@ def zoo():
     built = {}
     for name, (make, shape) in ZOO.items():
         x = rand(*shape)
-        g = graph.trace(randomize_bn(make()), x)
+        g = graph.trace(randomize_bn(make(), RNG), x)
         built[name] = (g, x, g.run(x))
     return built
 
