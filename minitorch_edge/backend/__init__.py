@@ -6,10 +6,10 @@ implementations with the same name, signature and result (to float32 rounding):
 
 * the numpy twin in ``numpy_backend.py``: the readable reference, always present;
 * a native one in ``native_gemm.py``, ``native_conv.py``, ``native_pool.py``,
-  ``native_optim.py`` or ``native_transformer.py`` over libmte (``minitorch_edge._C``), where
-  the extension was built with that kernel set. It handles the cases its C kernel covers and
-  hands every other case (other dtypes, odd layouts) to the numpy twin, so behaviour never
-  differs between backends.
+  ``native_optim.py``, ``native_transformer.py`` or ``native_int8.py`` over libmte
+  (``minitorch_edge._C``), where the extension was built with that kernel set. It handles the
+  cases its C kernel covers and hands every other case (other dtypes, odd layouts) to the
+  numpy twin, so behaviour never differs between backends.
 
 The table below is the whole dispatch: one row per kernel, naming the native module that
 holds its native version (a function of the kernel's name, as in numpy_backend), the libmte
@@ -40,7 +40,7 @@ from typing import NamedTuple, Optional
 
 from . import numpy_backend
 
-__all__ = ["KERNELS", "use", "active", "table", "info", "set_num_threads", "get_num_threads"]
+__all__ = ["KERNELS", "active", "get_num_threads", "info", "set_num_threads", "table", "use"]
 
 
 class Kernel(NamedTuple):
@@ -89,6 +89,15 @@ gelu                   = _kernel("gelu",                   *_T, "rowwise")
 gelu_backward          = _kernel("gelu_backward",          *_T, "rowwise")
 attention              = _kernel("attention",              *_T, "attention")
 attention_backward     = _kernel("attention_backward",     *_T, "attention")
+_Q = ("native_int8", "int8")  # the int8 kernels' module and kernel set (TFLite's scheme)
+qconv2d                = _kernel("qconv2d",                *_Q, "qgemm")
+qlinear                = _kernel("qlinear",                *_Q, "qgemm")
+qavg_pool2d            = _kernel("qavg_pool2d",            *_Q, "int8")
+qmax_pool2d            = _kernel("qmax_pool2d",            *_Q, "int8")
+qadd                   = _kernel("qadd",                   *_Q, "int8")
+quantize               = _kernel("quantize",               *_Q, "int8")
+dequantize             = _kernel("dequantize",             *_Q, "int8")
+requantize             = _kernel("requantize",             *_Q, "int8")
 # ----------------------------------------------------------------------------------------------
 __all__ += list(KERNELS)
 

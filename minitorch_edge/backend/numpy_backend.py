@@ -399,9 +399,16 @@ def avg_pool2d_backward(grad_y, x_shape, kernel, stride, padding, count_include_
 
 # ==== softmax, LayerNorm, GELU, attention ======================================================
 # The non-GEMM kernels of a Transformer block live in numpy_transformer.py.
-from .numpy_transformer import (attention, attention_backward, gelu, gelu_backward,  # noqa: E402,F401
-                                layer_norm, layer_norm_backward, softmax, softmax_backward)
-
+from .numpy_transformer import (  # noqa: F401
+    attention,
+    attention_backward,
+    gelu,
+    gelu_backward,
+    layer_norm,
+    layer_norm_backward,
+    softmax,
+    softmax_backward,
+)
 
 # ==== optimizer updates =========================================================================
 # One parameter's update, in place: param and the state arrays are overwritten, grad is only
@@ -479,3 +486,16 @@ def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1,
     s = np.multiply(exp_avg, lr / (1 - beta1 ** step))
     s /= t
     param -= s
+
+
+# ==== int8 inference (TFLite's integer-only scheme): numpy_int8.py ============================
+from .numpy_int8 import (  # noqa: F401
+    dequantize,
+    qadd,
+    qavg_pool2d,
+    qconv2d,
+    qlinear,
+    qmax_pool2d,
+    quantize,
+    requantize,
+)

@@ -30,7 +30,7 @@ from .. import backend as _backend
 from ..tensor import Tensor
 from . import opset
 
-__all__ = ["Executor", "run_reference"]
+__all__ = ["Executor", "evaluate", "run_reference"]
 
 
 def _feed(graph, inputs, who):
@@ -58,15 +58,23 @@ def _result(graph, arrays, tensors):
     return outs[0] if len(outs) == 1 else outs
 
 
-def run_reference(graph, inputs):
-    """Evaluate `graph` on `inputs`, node by node, on fresh arrays."""
-    arrays, tensors = _feed(graph, inputs, "Graph.run")
+def evaluate(graph, inputs):
+    """Every value of `graph` on `inputs` (numpy arrays or Tensors): {name: array}, computed
+    node by node on fresh arrays (calibration reads the intermediates from it)."""
+    arrays, _ = _feed(graph, inputs, "Graph.run")
     env = dict(graph.constants)
     env.update(zip(graph.inputs, arrays))
     for node in graph.nodes:
         args = [env[name] if name else None for name in node.inputs]
         for name, value in zip(node.outputs, opset.run_node(node, args)):
             env[name] = value
+    return env
+
+
+def run_reference(graph, inputs):
+    """Evaluate `graph` on `inputs`, node by node, on fresh arrays."""
+    _, tensors = _feed(graph, inputs, "Graph.run")
+    env = evaluate(graph, inputs)
     return _result(graph, [np.array(env[name]) for name in graph.outputs], tensors)
 
 

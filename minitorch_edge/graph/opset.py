@@ -27,8 +27,9 @@ An op is registered with the `op` decorator on its run function:
   executor calls it when it builds its steps (``values``: each input's Value or None;
   ``constants``: each input's array where it is a constant, else None).
 
-The ops themselves are in opset_tensor.py (elementwise, shape and reduction ops) and opset_nn.py
-(convolution, GEMM, pooling, normalization, attention and the fused ``mte`` ops).
+The ops themselves are in opset_tensor.py (elementwise, shape and reduction ops), opset_nn.py
+(convolution, GEMM, pooling, normalization, attention and the fused ``mte`` ops) and
+opset_quant.py (QuantizeLinear, DequantizeLinear and the int8 ``mte.QLinear*`` ops).
 """
 from dataclasses import dataclass
 from typing import Callable
@@ -63,7 +64,7 @@ def op(name, infer, elementwise=False, alias=False, writes_out=False, prepare=No
 
 
 def _load():
-    from . import opset_nn, opset_tensor  # noqa: F401  (they fill OPS)
+    from . import opset_nn, opset_quant, opset_tensor  # noqa: F401  (they fill OPS)
 
 
 def known(name):

@@ -174,7 +174,11 @@ def _pool_params(attrs):
 
 @op("MaxPool", _pool_shape)
 def max_pool(attrs, x):
-    """y = the max of each window (attrs kernel_shape, strides, pads, dilations, ceil_mode)."""
+    """y = the max of each window (attrs kernel_shape, strides, pads, dilations, ceil_mode);
+    an int8 X stays int8 with its scale (opset_quant.qmax_pool)."""
+    if x.dtype == np.int8:
+        from .opset_quant import qmax_pool
+        return qmax_pool(attrs, x)
     k, s, p = _pool_params(attrs)
     return backend.max_pool2d(x, k, s, p, _pair(attrs, "dilations"),
                               bool(attrs.get("ceil_mode", 0)))[0]

@@ -3,19 +3,30 @@ docstring; `run_passes` composes them (Graph.optimize).
 
 DEFAULT is the fixed order `Graph.optimize()` runs. The order matters: constants are folded
 before BatchNorm is folded into the conv before it (folding needs constant weights), and the
-epilogue fusion runs after BatchNorm folding so that Conv -> Relu is adjacent.
+epilogue fusion runs after BatchNorm folding so that Conv -> Relu is adjacent; a quantized
+(QDQ) graph's float ops become int8 ops (fuse_quantized) before the float epilogue fusion
+could take them.
 """
 from ..ir import Graph
 
-__all__ = ["run_passes", "DEFAULT", "PASSES", "register"]
+__all__ = ["DEFAULT", "PASSES", "register", "run_passes"]
 
-from .registry import PASSES, register  # noqa: F401
-from . import (eliminate_dead_code, fold_constants, remove_identities, fold_batch_norm,  # noqa
-               fold_pad, fuse_epilogue, merge_reshapes)
+from . import (  # noqa
+    eliminate_dead_code,
+    fold_batch_norm,
+    fold_constants,
+    fold_pad,
+    fuse_epilogue,
+    fuse_quantized,
+    merge_reshapes,
+    recognize_pooling,
+    remove_identities,
+)
+from .registry import PASSES, register
 
 # the order Graph.optimize() runs them in (see the module docstring)
 DEFAULT = ["remove_identities", "fold_constants", "fold_batch_norm", "fold_pad",
-           "merge_reshapes", "fuse_epilogue", "remove_identities", "eliminate_dead_code"]
+           "merge_reshapes", "recognize_pooling", "fuse_quantized", "fuse_epilogue", "remove_identities", "eliminate_dead_code"]
 
 
 def run_passes(graph, passes=None):

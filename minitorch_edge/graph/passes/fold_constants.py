@@ -13,6 +13,10 @@ Nodes are visited in topological order, so folded results feed further folding i
 
     pos<const>, starts, ends ──> Slice ──> p   ==>   p<const>
 
+DequantizeLinear and mte.FakeQuantize are never folded (NOT_FOLDED): DQ(Wq<int8 const>) is
+how a quantized graph holds its weights, and a fake-quantized weight is where QAT's convert
+reads the weight's scales; fuse_quantized folds the DQ nodes that are left itself.
+
 The size rule: folding must not blow a small graph up into a big file. A node is kept when
 its outputs together have more than 4x the elements of all its inputs together *and* more than
 1M (2**20) elements (e.g. Expand of a scalar to a large tensor: the node is cheap at run time,
@@ -26,6 +30,7 @@ from .registry import register
 
 GROWTH_LIMIT = 4              # outputs may have at most this many times the inputs' elements
 BIG_ELEMENTS = 1 << 20        # ... unless they are this small anyway
+NOT_FOLDED = ("DequantizeLinear", "mte.FakeQuantize")   # see the module docstring
 
 
 def _elements(graph, names):
@@ -42,7 +47,8 @@ def too_big(graph, node):
 def fold_constants(graph):
     kept = []
     for node in graph.nodes:
-        if (not all(not name or graph.is_constant(name) for name in node.inputs)
+        if (node.op in NOT_FOLDED
+                or not all(not name or graph.is_constant(name) for name in node.inputs)
                 or too_big(graph, node)):
             kept.append(node)
             continue
