@@ -451,3 +451,28 @@ def _constant_pad(b, out, x, shape, src, dst, value):
     ends = [n - d.stop for n, d in zip(shape, dst)]
     fill = b.const(np.asarray(value, out._data.dtype), "value")
     return b.emit("Pad", [b.value(x), b.ints(begins + ends, "pads"), fill], mode="constant")
+
+
+# ---- quantization -------------------------------------------------------------------------------
+def _fake_quantize(b, out, x, scale, zero_point, quant_min, quant_max, axis=None, grad_factor=1.0):
+    """A QAT fake quantizer: mte.FakeQuantize (= DequantizeLinear(QuantizeLinear(x)) with the
+    range [quant_min, quant_max]); quant.convert reads its scale and zero point."""
+    if not -128 <= quant_min < quant_max <= 127:
+        b.fail(f"fake quantization to [{quant_min}, {quant_max}] is not int8")
+    s = b.value(scale) if isinstance(scale, Tensor) else b.const(np.asarray(scale, np.float32),
+                                                                   "scale")
+    z = zero_point._data if isinstance(zero_point, Tensor) else np.asarray(zero_point)
+    z = b.const(np.asarray(z).astype(np.int8).reshape(np.shape(b.graph.constants.get(s, z))),
+                "zero_point")
+    attrs = {"quant_min": int(quant_min), "quant_max": int(quant_max)}
+    if axis is not None:
+        attrs["axis"] = int(axis)
+    return b.emit("mte.FakeQuantize", [b.value(x), s, z], **attrs)
+
+
+def _register_quantization():
+    from ..quant.fake_quant import FakeQuantizeAffine
+    TABLE[FakeQuantizeAffine] = _fake_quantize
+
+
+_register_quantization()

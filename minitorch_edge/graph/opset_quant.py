@@ -275,12 +275,32 @@ def _qgap_shape(attrs, ins):
     return [(ins[0].shape[:2] + (1, 1), "int8")]
 
 
-@op("mte.QLinearGlobalAveragePool", _qgap_shape)
-def qlinear_global_average_pool(attrs, x, xs, xz, ys, yz):
-    """y = the rounded mean over all positions (int8, Xs/Xz), then rescaled to Ys/Yz."""
-    h, w = x.shape[2:]
-    y = backend.qavg_pool2d(x, (h, w), (h, w), (0, 0), False, False, -128, 127)
-    return _rescaled(y, xs, xz, ys, yz)
+def _qgap_args(attrs, values, constants):
+    """A global average pool as a depthwise convolution whose H x W weights are all 1 and
+    whose per-channel factor is Xs / (H W Ys): one sum in int32 and one requantisation, so the
+    mean keeps the full resolution of its own (narrower) output range."""
+    _, c, h, w = values[0].shape
+    xs, xz, ys, yz = constants[1:5]
+    mult, shift = requant_multipliers(scale_of(xs), 1.0 / (h * w), scale_of(ys), c)
+    ones = np.ones((c, 1, h, w), np.int8)
+    return (zero_point(xz), ones, None, mult, shift, zero_point(yz), -128, 127,
+            (1, 1), (0, 0, 0, 0), (1, 1), c)
+
+
+def _qgap_prepare(attrs, values, constants):
+    if any(c is None for c in constants[1:5]):
+        return None
+    args = _qgap_args(attrs, values, constants)
+    return lambda x, *rest, out=None: backend.qconv2d(x, *args, out=out)
+
+
+@op("mte.QLinearGlobalAveragePool", _qgap_shape, writes_out=True, prepare=_qgap_prepare)
+def qlinear_global_average_pool(attrs, x, xs, xz, ys, yz, out=None):
+    """y = clamp(requant(sum over H, W of (x - Xz)) + Yz): the mean over all positions in
+    int8 with its own parameters Ys, Yz (computed as a depthwise conv of ones)."""
+    class _V:
+        shape = x.shape
+    return backend.qconv2d(x, *_qgap_args(attrs, [_V], [x, xs, xz, ys, yz]), out=out)
 
 
 def _qavg_shape(attrs, ins):
@@ -332,9 +352,9 @@ def fake_quantize(attrs, x, scale, zp):
     QAT modules' FakeQuantizeAffine; `axis` per channel, absent per tensor) = DequantizeLinear(
     QuantizeLinear(x)) with the range [quant_min, quant_max]. quant.convert turns these nodes
     into the int8 graph's parameters."""
+    from ..quant.fake_quant import fake_quantize_array
     axis = attrs.get("axis")
-    s = np.asarray(scale, np.float32) if axis is None else _per_axis(x, scale, axis)
-    z = np.asarray(zp) if axis is None else _per_axis(x, zp, axis)
-    inv = (np.float32(1) / s).astype(np.float32)
-    q = np.clip(np.rint(x * inv) + z, attrs.get("quant_min", -128), attrs.get("quant_max", 127))
-    return ((q - z) * s).astype(x.dtype)
+    xf = x.astype(np.float32, copy=False)
+    y = fake_quantize_array(xf, scale, zp, attrs.get("quant_min", -128),
+                            attrs.get("quant_max", 127), None if axis is None else axis % x.ndim)[0]
+    return y.astype(x.dtype, copy=False)
