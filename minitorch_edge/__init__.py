@@ -38,3 +38,10 @@ from .backends import (set_float32_matmul_precision, get_float32_matmul_precisio
 from .sampling import install_sampling_methods as _install  # noqa: E402
 _install()  # the checked random fills (normal_, bernoulli_, ...) replace ops/inplace.py's
 del _utils_data, _install
+
+
+def export_model(module, example_inputs, path, calibration_data=None):
+    """A trained Module as a model file `.mte` in one call (graph/modelfile.py): traced,
+    optimized, int8 when `calibration_data` is given; returns the Graph written."""
+    from .graph.modelfile import export_model as _export
+    return _export(module, example_inputs, path, calibration_data)

@@ -297,6 +297,11 @@ class Graph:
         from .executor import Executor
         return Executor(self, **options)
 
+    def save(self, path):
+        """Write the graph and its constants as a model file (graph/modelfile.py; atomic)."""
+        from .modelfile import save
+        return save(self, path)
+
     def run(self, *inputs):
         """Evaluate once with the reference executor (numpy backend semantics, no planning):
         the tests' oracle. Returns one array or a tuple, like the traced module."""
