@@ -37,11 +37,15 @@ def _sources(*patterns):
 COMMON_SOURCES = _sources("src/*.c", "src/arch/generic/*.c")
 AVX2_FLAGS = ["-mavx2", "-mfma"]
 AVX512_FLAGS = ["-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl", "-mfma"]
+VNNI_FLAGS = AVX512_FLAGS + ["-mavx512vnni"]
+DOTPROD_FLAGS = ["-march=armv8.2-a+dotprod"]
 # machine -> [(source, extra flags)]; a machine not listed gets the portable kernels only
 ISA_SOURCES = {
     "x86_64": [(s, AVX2_FLAGS) for s in _sources("src/arch/x86_avx2/*.c")] +
-              [(s, AVX512_FLAGS) for s in _sources("src/arch/x86_avx512/*.c")],
-    "aarch64": [(s, []) for s in _sources("src/arch/arm_neon/*.c")],
+              [(s, AVX512_FLAGS) for s in _sources("src/arch/x86_avx512/*.c")] +
+              [(s, VNNI_FLAGS) for s in _sources("src/arch/x86_avx512vnni/*.c")],
+    "aarch64": [(s, []) for s in _sources("src/arch/arm_neon/*.c")] +
+               [(s, DOTPROD_FLAGS) for s in _sources("src/arch/arm_dotprod/*.c")],
 }
 MACHINE_ALIASES = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}
 # MTE_EMBEDDED: libmte's symbols stay private to the extension module

@@ -21,8 +21,8 @@ if os.environ.get("MTE_REQUIRE_NATIVE") == "1":
 else:
     _C = pytest.importorskip("minitorch_edge._C")
 
-from minitorch_edge import backend  # noqa: E402
-from minitorch_edge.backend import native_gemm  # noqa: E402
+from minitorch_edge import backend
+from minitorch_edge.backend import native_gemm
 
 EPS32 = float(np.finfo(np.float32).eps)
 DIMS = st.sampled_from([0, 1, 2, 3, 5, 7, 13, 16, 17, 31, 33, 64, 97])
@@ -214,24 +214,28 @@ def test_every_isa_in_process():
 
 
 FAMILIES = {"sgemm", "epilogue", "im2col", "depthwise3x3", "depthwise", "pool", "winograd",
-            "rowwise", "attention"}
+            "rowwise", "attention", "qgemm", "qdepthwise"}
+BASE_ISA = {"avx512vnni": "avx512", "neondot": "neon"}  # rows that add int8 kernels to another
 
 
 def test_dispatch_table_switches_every_family():
     """One ISA table: every family reports the active ISA or 'generic', set_isa switches
-    them all, and every ISA runs its own SGEMM microkernel."""
+    them all, and every ISA runs its own SGEMM microkernel (avx512vnni / neondot: their base
+    ISA's, plus their own int8 GEMM)."""
     try:
         for isa in _C.available_isas():
             _C.set_isa(isa)
             table = _C.dispatch_table()
             assert set(table) == FAMILIES, table
-            assert set(table.values()) <= {isa, "generic"}, table
-            assert table["sgemm"] == isa
+            base = BASE_ISA.get(isa, isa)
+            assert set(table.values()) <= {isa, base, "generic"}, table
+            assert table["sgemm"] == base
+            assert table["qgemm"] in (isa, "generic")
         _C.set_isa("generic")
         assert set(_C.dispatch_table().values()) == {"generic"}
     finally:
         _C.set_isa("auto")
-    assert _C.dispatch_table()["sgemm"] == _C.active_isa()
+    assert _C.dispatch_table()["sgemm"] == BASE_ISA.get(_C.active_isa(), _C.active_isa())
 
 
 def test_mte_isa_environment_variable():

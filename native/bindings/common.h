@@ -2,11 +2,12 @@
 // into TypeError / ValueError with a readable message, and libmte status codes into Python
 // exceptions. One version of each, used by all binding files:
 //
-//   arrays       checked_array, optional_vector, overlaps, new_f32, fptr, shape_str, dims_str
+//   arrays       checked_array (float32), checked_int8, checked_int32, optional_vector, overlaps, new_f32, fptr, shape_str, dims_str
 //   integers     as_int, as_ints (an int or a sequence), as_pair, as_shape4, pair_str
 //   activations  as_activation ("none", "relu", "relu6", "gelu", "gelu_tanh", "silu",
 //                "hardswish")
-//   outputs      output_array (a new array, or a caller's `out` checked and written in place)
+//   outputs      output_array<T> (a new array, or a caller's `out` checked and written in
+//                place; T = float by default, int8_t / float for the int8 kernels)
 //   kernels      run_kernel / without_gil (the call with the GIL released), raise_status
 //
 // Errors: a wrong type (not an ndarray, not float32, not an int) is TypeError; a wrong rank,
@@ -26,6 +27,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -71,17 +73,22 @@ inline std::string msg(const char *op, const char *name, const std::string &rest
 
 // ------------------------------------------------------------------------ arrays
 
-// `obj` must be a float32 ndarray with ndim in [min_ndim, max_ndim], C-contiguous and aligned.
-inline py::array checked_array(const char *op, const char *name, py::handle obj, int min_ndim,
-                               int max_ndim) {
+// `obj` must be an ndarray of dtype T (its name: `dtype`, and `fix`: how to get one) with ndim
+// in [min_ndim, max_ndim], C-contiguous and aligned.
+template <class T>
+inline py::array checked_array_of(const char *op, const char *name, py::handle obj, int min_ndim,
+                                  int max_ndim, const char *dtype, const char *fix) {
   if (!py::isinstance<py::array>(obj))
-    throw py::type_error(msg(op, name, " must be a numpy.ndarray of float32, got " +
-                                           type_name(obj)));
+    throw py::type_error(msg(op, name, std::string(" must be a numpy.ndarray of ") + dtype +
+                                           ", got " + type_name(obj)));
   auto arr = py::reinterpret_borrow<py::array>(obj);
-  if (!arr.dtype().equal(py::dtype::of<float>()))
-    throw py::type_error(msg(op, name, " must have dtype float32, got " +
+  if (!arr.dtype().equal(py::dtype::of<T>()))
+    throw py::type_error(msg(op, name, std::string(" must have dtype ") + dtype + ", got " +
                                            std::string(py::str(arr.dtype())) +
-                                           " (convert with .astype(np.float32))"));
+                                           (std::is_same<T, float>::value
+                                                ? std::string()
+                                                : " with shape (" + shape_str(arr) + ")") +
+                                           " (" + fix + ")"));
   if (arr.ndim() < min_ndim || arr.ndim() > max_ndim) {
     std::ostringstream s;
     s << op << ": " << name << " must be ";
@@ -97,6 +104,25 @@ inline py::array checked_array(const char *op, const char *name, py::handle obj,
   if (!(arr.flags() & kNpyAligned))
     throw py::value_error(msg(op, name, " must be aligned to its dtype (copy it with np.array)"));
   return arr;
+}
+
+// `obj` must be a float32 ndarray with ndim in [min_ndim, max_ndim], C-contiguous and aligned.
+inline py::array checked_array(const char *op, const char *name, py::handle obj, int min_ndim,
+                               int max_ndim) {
+  return checked_array_of<float>(op, name, obj, min_ndim, max_ndim, "float32",
+                                 "convert with .astype(np.float32)");
+}
+
+// the same for the int8 kernels' int8 tensors and int32 per-channel vectors
+inline py::array checked_int8(const char *op, const char *name, py::handle obj, int min_ndim,
+                              int max_ndim) {
+  return checked_array_of<int8_t>(op, name, obj, min_ndim, max_ndim, "int8",
+                                  "quantize float tensors first with quantize");
+}
+inline py::array checked_int32(const char *op, const char *name, py::handle obj, int min_ndim,
+                               int max_ndim) {
+  return checked_array_of<int32_t>(op, name, obj, min_ndim, max_ndim, "int32",
+                                   "pass np.asarray(v, np.int32)");
 }
 
 // None -> nullptr; else a checked 1-D float32 array of n values (a bias), kept alive in
@@ -127,13 +153,17 @@ inline py::array_t<float> new_f32(std::initializer_list<int64_t> shape) {
 inline const float *fptr(const py::array &a) { return static_cast<const float *>(a.data()); }
 
 // The result array of a kernel: new when `out` is None, else `out` itself, which must be a
-// writeable, C-contiguous, aligned float32 array of exactly `shape` that shares no memory
+// writeable, C-contiguous, aligned array of dtype T and exactly `shape` that shares no memory
 // with any of `inputs` (the kernel writes it while it reads them).
+template <class T = float>
 inline py::array output_array(const char *op, py::handle out, std::initializer_list<int64_t> shape,
                               std::initializer_list<const py::array *> inputs) {
-  if (out.is_none()) return new_f32(shape);
-  py::array y = checked_array(op, "out", out, static_cast<int>(shape.size()),
-                              static_cast<int>(shape.size()));
+  if (out.is_none()) return py::array_t<T>(std::vector<py::ssize_t>(shape.begin(), shape.end()));
+  const int nd = static_cast<int>(shape.size());
+  static_assert(std::is_same<T, float>::value || std::is_same<T, int8_t>::value,
+                "float32 or int8 results");
+  py::array y = std::is_same<T, int8_t>::value ? checked_int8(op, "out", out, nd, nd)
+                                               : checked_array(op, "out", out, nd, nd);
   size_t k = 0;
   for (int64_t d : shape)
     if (y.shape(k++) != d)
@@ -271,3 +301,4 @@ void mte_bind_pool(pybind11::module_ &m);
 void mte_bind_winograd(pybind11::module_ &m);
 void mte_bind_optim(pybind11::module_ &m);
 void mte_bind_transformer(pybind11::module_ &m);
+void mte_bind_quant(pybind11::module_ &m);

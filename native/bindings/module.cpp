@@ -145,6 +145,7 @@ PYBIND11_MODULE(_C, m) {
   mte_bind_winograd(m);
   mte_bind_optim(m);
   mte_bind_transformer(m);
+  mte_bind_quant(m);
   m.doc() =
       "minitorch_edge._C - native kernels (libmte) for float32 numpy arrays.\n\n"
       "Inputs must be C-contiguous float32 ndarrays; they are used in place (no copy).\n"
@@ -181,7 +182,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("cpu_features", [] { return split_words(mte_cpu_features_string()); },
         "CPU features detected at run time, e.g. ['sse2', 'avx2', 'fma', 'avx512f', ...].");
   m.def("active_isa", [] { return std::string(mte_active_isa()); },
-        "The ISA whose microkernels are in use: 'avx512', 'avx2', 'neon' or 'generic'.");
+        "The ISA whose microkernels are in use: 'avx512vnni', 'avx512', 'avx2', 'neondot',\n"
+        "'neon' or 'generic'.");
   m.def("dispatch_table",
         [] {
           py::dict table;
@@ -207,7 +209,7 @@ PYBIND11_MODULE(_C, m) {
           int st = mte_set_isa(name.c_str());
           if (st == MTE_EINVAL)
             throw py::value_error("set_isa: unknown ISA '" + name +
-                                  "' (expected generic, avx2, avx512, neon or auto)");
+                                  "' (expected generic, avx2, avx512, avx512vnni, neon, neondot or auto)");
           if (st != MTE_OK)
             throw py::value_error("set_isa: '" + name +
                                   "' is not available on this CPU or in this build");

@@ -91,9 +91,10 @@ MTE_API const char *mte_cpu_feature_name(int bit);
 
 /*
  * ISA dispatch. Each kernel family has one kernel per ISA: "generic" (portable C, always
- * present), "avx2" (AVX2+FMA), "avx512" (AVX-512 F/BW/DQ/VL), "neon" (aarch64).
+ * present), "avx2" (AVX2+FMA), "avx512" (AVX-512 F/BW/DQ/VL), "avx512vnni" (avx512 plus
+ * VNNI: its own int8 GEMM, avx512's other kernels), "neon" (aarch64).
  * The best ISA that is both compiled in and supported by the CPU is chosen at first use.
- * The environment variable MTE_ISA=generic|avx2|avx512|neon|auto caps that choice: the
+ * The environment variable MTE_ISA=generic|avx2|avx512|avx512vnni|neon|auto caps that choice: the
  * library uses the best available ISA that is not above the requested one (so
  * MTE_ISA=avx512 on an AVX2-only machine gives avx2). Unknown values mean "auto".
  */
@@ -114,7 +115,8 @@ MTE_API const char *mte_compiled_isas(void);
  * microkernel, also under conv and Winograd), "epilogue" (bias/residual/activation on a
  * tile), "im2col" (conv packing and col2im loops), "depthwise3x3", "depthwise" (the general
  * K x K depthwise forward), "pool" (pooling row
- * kernels) and "winograd" (the transforms). One table maps each ISA to its kernel of every
+ * kernels), "winograd" (the transforms), "qgemm" (the int8 GEMM microkernel) and
+ * "qdepthwise" (int8 depthwise 3x3). One table maps each ISA to its kernel of every
  * family; the active ISA selects all of them together (mte_set_isa, MTE_ISA). An ISA with
  * no specialised kernel for a family runs the generic one (e.g. neon's epilogue is the
  * portable C, which the compiler turns into NEON code anyway).
@@ -262,7 +264,7 @@ MTE_API int mte_sgemm_batched(int trans_a, int trans_b, int64_t batch, int64_t M
                               float beta, float *C, int64_t ldc, int64_t stride_c);
 
 /* Names of the operation groups built into this library, space separated: "sgemm conv2d
- * depthwise3x3 depthwise winograd3x3 pool2d optim transformer". (The ISA-dispatched kernel families,
+ * depthwise3x3 depthwise winograd3x3 pool2d optim transformer int8". (The ISA-dispatched kernel families,
  * which these operations are built from, are listed by mte_family_name in section 2.) */
 MTE_API const char *mte_kernels(void);
 
@@ -281,5 +283,7 @@ MTE_API const char *mte_kernels(void);
 #include "mte_optim.h"
 
 #include "mte_transformer.h"
+
+#include "mte_quant.h"
 
 #endif /* MTE_H */

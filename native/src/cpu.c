@@ -10,7 +10,8 @@
  *
  * Dispatch: the ISA table lists the ISAs compiled into this build, best first, each row
  * naming that ISA's descriptor of every kernel family (sgemm, epilogue, im2col,
- * depthwise3x3, pool, winograd; see mte_internal.h). We take the first row the CPU supports,
+ * depthwise3x3, pool, winograd, ..., qgemm, qdepthwise; see mte_internal.h). A row may
+ * reuse another ISA's descriptors (avx512vnni runs the avx512 float kernels). We take the first row the CPU supports,
  * at or below the cap given by MTE_ISA (see mte.h), and keep a pointer to it: every kernel
  * reads its family's column from that one row, so switching the ISA switches them all.
  */
@@ -25,6 +26,7 @@
 #include "mte_epilogue.h"
 #include "mte_internal.h"
 #include "mte_pool_internal.h"
+#include "mte_quant_internal.h"
 #include "mte_transformer_internal.h"
 #include "mte_winograd_internal.h"
 
@@ -158,6 +160,21 @@ const char *mte_cpu_features_string(void) {
  */
 static const mte_isa k_isas[] = {
 #ifdef MTE_HAVE_X86_KERNELS
+    /* avx512 plus VNNI: its own int8 GEMM, every other family the avx512 one */
+    {.name = "avx512vnni",
+     .needs = MTE_CPU_AVX512F | MTE_CPU_AVX512BW | MTE_CPU_AVX512DQ | MTE_CPU_AVX512VL |
+              MTE_CPU_FMA | MTE_CPU_AVX2 | MTE_CPU_AVX512_VNNI,
+     .sgemm = &mte_sgemm_kernel_avx512,
+     .epilogue = &mte_epilogue_kernel_avx512,
+     .im2col = &mte_im2col_kernel_avx512,
+     .depthwise3x3 = &mte_dw3x3_kernel_avx512,
+     .depthwise = &mte_dw_kernel_avx512,
+     .pool = &mte_pool_kernel_avx512,
+     .winograd = &mte_wino_kernels_avx512,
+     .rowwise = &mte_rowwise_kernel_avx512,
+     .attention = &mte_attention_kernel_avx512,
+     .qgemm = &mte_qgemm_kernel_avx512vnni,
+     .qdepthwise = &mte_qdw_kernel_avx512},
     {.name = "avx512",
      .needs = MTE_CPU_AVX512F | MTE_CPU_AVX512BW | MTE_CPU_AVX512DQ | MTE_CPU_AVX512VL |
               MTE_CPU_FMA | MTE_CPU_AVX2,
@@ -169,7 +186,9 @@ static const mte_isa k_isas[] = {
      .pool = &mte_pool_kernel_avx512,
      .winograd = &mte_wino_kernels_avx512,
      .rowwise = &mte_rowwise_kernel_avx512,
-     .attention = &mte_attention_kernel_avx512},
+     .attention = &mte_attention_kernel_avx512,
+     .qgemm = &mte_qgemm_kernel_avx512,
+     .qdepthwise = &mte_qdw_kernel_avx512},
     {.name = "avx2",
      .needs = MTE_CPU_AVX2 | MTE_CPU_FMA,
      .sgemm = &mte_sgemm_kernel_avx2,
@@ -180,7 +199,9 @@ static const mte_isa k_isas[] = {
      .pool = &mte_pool_kernel_avx2,
      .winograd = &mte_wino_kernels_avx2,
      .rowwise = &mte_rowwise_kernel_avx2,
-     .attention = &mte_attention_kernel_avx2},
+     .attention = &mte_attention_kernel_avx2,
+     .qgemm = &mte_qgemm_kernel_avx2,
+     .qdepthwise = &mte_qdw_kernel_avx2},
 #endif
 #ifdef MTE_HAVE_NEON_KERNELS
     {.name = "neon", /* epilogue, im2col, rowwise, attention: generic C is NEON code already */
@@ -202,7 +223,9 @@ static const mte_isa k_isas[] = {
      .pool = &mte_pool_kernel_generic,
      .winograd = &mte_wino_kernels_generic,
      .rowwise = &mte_rowwise_kernel_generic,
-     .attention = &mte_attention_kernel_generic},
+     .attention = &mte_attention_kernel_generic,
+     .qgemm = &mte_qgemm_kernel_generic,
+     .qdepthwise = &mte_qdw_kernel_generic},
 };
 #define N_ISAS ((int)(sizeof k_isas / sizeof k_isas[0]))
 #define GENERIC (N_ISAS - 1)
@@ -282,7 +305,8 @@ int mte_set_isa(const char *name) {
   }
   int i = isa_index(name);
   if (i < 0) {
-    static const char *const known[] = {"generic", "avx2", "avx512", "neon"};
+    static const char *const known[] = {"generic", "avx2", "avx512", "avx512vnni", "neon",
+                                        "neondot"};
     for (size_t k = 0; k < sizeof known / sizeof known[0]; ++k)
       if (strcmp(known[k], name) == 0) return MTE_EUNSUPPORTED; /* not in this build */
     return MTE_EINVAL;

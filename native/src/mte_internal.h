@@ -6,8 +6,8 @@
  * MR x NR tile of C, plus the cache-blocking sizes that suit it. gemm.c (packing, the
  * blocked loops, edge tiles, epilogue, threads) is written once against this descriptor.
  * Every other ISA-specific family follows the same split, and one table (cpu.c, "the ISA
- * table" below) picks each family's descriptor for the machine. A later int8 GEMM follows
- * the same split.
+ * table" below) picks each family's descriptor for the machine. The int8 GEMM (the qgemm
+ * family, mte_quant_internal.h) follows the same split.
  */
 #ifndef MTE_INTERNAL_H
 #define MTE_INTERNAL_H
@@ -163,6 +163,8 @@ static inline void mte__ukernel_edge(const struct mte_sgemm_kernel *k, int64_t k
  *   winograd      mte_wino_kernels     mte_winograd_internal.h    winograd_transforms.c
  *   rowwise       mte_rowwise_kernel   mte_transformer_internal.h rowwise.c
  *   attention     mte_attention_kernel mte_transformer_internal.h attention_head.c
+ *   qgemm         mte_qgemm_kernel     mte_quant_internal.h       qgemm_kernel.c
+ *   qdepthwise    mte_qdw_kernel       mte_quant_internal.h       qdepthwise.c
  *
  * MTE_FAMILIES below is that list of columns, X(column, descriptor type); the row type, the
  * generic fallback and the family names (mte_family_name) are all derived from it. A row
@@ -178,7 +180,9 @@ static inline void mte__ukernel_edge(const struct mte_sgemm_kernel *k, int64_t k
   X(pool, mte_pool_kernel)           \
   X(winograd, mte_wino_kernels)      \
   X(rowwise, mte_rowwise_kernel)     \
-  X(attention, mte_attention_kernel)
+  X(attention, mte_attention_kernel) \
+  X(qgemm, mte_qgemm_kernel)         \
+  X(qdepthwise, mte_qdw_kernel)
 
 #define MTE_ISA_COLUMN(column, type) const struct type *column;
 typedef struct mte_isa {

@@ -1,0 +1,84 @@
+/*
+ * mte_qrequant_x86.h - the requantization of mte_quant_internal.h on 16 (AVX-512) or 8
+ * (AVX2) int32 lanes, one channel (mte_qchan) broadcast over the vector. Included by the
+ * x86 qgemm / qdepthwise files, compiled with their ISA flags.
+ *
+ *   saturating left shift   compare against INT32_MAX >> left / INT32_MIN >> left, blend
+ *   srdhm(x, m)             32x32 -> 64 products of the even and the odd lanes (PMULDQ);
+ *                           (ab + 2^30) >> 31 equals C's truncating (ab + nudge) / 2^31 for
+ *                           both signs of ab (for ab < 0: trunc((ab + 1 - 2^30) / 2^31) =
+ *                           floor((ab + 2^30) / 2^31)), so bits 31..62 of ab + 2^30 are the
+ *                           answer: a logical 64-bit shift suffices; m >= 0 never saturates
+ *   rdbpot(x, right)        arithmetic shift + (remainder > threshold)
+ *   output                  clamp to [lo - zp, hi - zp], then + zp (no overflow)
+ */
+#ifndef MTE_QREQUANT_X86_H
+#define MTE_QREQUANT_X86_H
+
+#include <immintrin.h>
+
+#include "mte_quant_internal.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+/* the int32 accumulators of one channel -> requantized int32 values in [lo, hi] */
+static inline __m512i mte__requant512(__m512i acc, const mte_qchan *c, int32_t zp, int32_t lo,
+                                      int32_t hi) {
+  __m512i x = _mm512_add_epi32(acc, _mm512_set1_epi32(c->comp));
+  x = _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(x, _mm512_set1_epi32(c->blo)),
+                                        _mm512_set1_epi32(c->bhi)),
+                       _mm512_set1_epi32(c->bias));
+  const __m128i left = _mm_cvtsi32_si128(c->left), right = _mm_cvtsi32_si128(c->right);
+  const __mmask16 over = _mm512_cmpgt_epi32_mask(x, _mm512_set1_epi32(INT32_MAX >> c->left));
+  const __mmask16 under = _mm512_cmplt_epi32_mask(x, _mm512_set1_epi32(INT32_MIN >> c->left));
+  x = _mm512_sll_epi32(x, left);
+  x = _mm512_mask_mov_epi32(x, over, _mm512_set1_epi32(INT32_MAX));
+  x = _mm512_mask_mov_epi32(x, under, _mm512_set1_epi32(INT32_MIN));
+  const __m512i m = _mm512_set1_epi64(c->mult), nudge = _mm512_set1_epi64(1ll << 30);
+  __m512i even = _mm512_add_epi64(_mm512_mul_epi32(x, m), nudge);
+  __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), m), nudge);
+  x = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 31), _mm512_slli_epi64(odd, 1));
+  const __m512i mask = _mm512_set1_epi32((int32_t)(((int64_t)1 << c->right) - 1));
+  const __m512i rem = _mm512_and_si512(x, mask);
+  const __m512i thr = _mm512_add_epi32(_mm512_srai_epi32(mask, 1), _mm512_srli_epi32(x, 31));
+  x = _mm512_sra_epi32(x, right);
+  x = _mm512_mask_sub_epi32(x, _mm512_cmpgt_epi32_mask(rem, thr), x, _mm512_set1_epi32(-1));
+  x = _mm512_min_epi32(_mm512_max_epi32(x, _mm512_set1_epi32(lo - zp)), _mm512_set1_epi32(hi - zp));
+  return _mm512_add_epi32(x, _mm512_set1_epi32(zp));
+}
+#endif
+
+#if defined(__AVX2__)
+static inline __m256i mte__requant256(__m256i acc, const mte_qchan *c, int32_t zp, int32_t lo,
+                                      int32_t hi) {
+  __m256i x = _mm256_add_epi32(acc, _mm256_set1_epi32(c->comp));
+  x = _mm256_add_epi32(_mm256_min_epi32(_mm256_max_epi32(x, _mm256_set1_epi32(c->blo)),
+                                        _mm256_set1_epi32(c->bhi)),
+                       _mm256_set1_epi32(c->bias));
+  const __m128i left = _mm_cvtsi32_si128(c->left), right = _mm_cvtsi32_si128(c->right);
+  const __m256i over = _mm256_cmpgt_epi32(x, _mm256_set1_epi32(INT32_MAX >> c->left));
+  const __m256i under = _mm256_cmpgt_epi32(_mm256_set1_epi32(INT32_MIN >> c->left), x);
+  x = _mm256_sll_epi32(x, left);
+  x = _mm256_blendv_epi8(x, _mm256_set1_epi32(INT32_MAX), over);
+  x = _mm256_blendv_epi8(x, _mm256_set1_epi32(INT32_MIN), under);
+  const __m256i m = _mm256_set1_epi64x(c->mult), nudge = _mm256_set1_epi64x(1ll << 30);
+  __m256i even = _mm256_add_epi64(_mm256_mul_epi32(x, m), nudge);
+  __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), m), nudge);
+  x = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0xAA);
+  const __m256i mask = _mm256_set1_epi32((int32_t)(((int64_t)1 << c->right) - 1));
+  const __m256i rem = _mm256_and_si256(x, mask);
+  const __m256i thr = _mm256_add_epi32(_mm256_srai_epi32(mask, 1), _mm256_srli_epi32(x, 31));
+  x = _mm256_sra_epi32(x, right);
+  x = _mm256_sub_epi32(x, _mm256_cmpgt_epi32(rem, thr));
+  x = _mm256_min_epi32(_mm256_max_epi32(x, _mm256_set1_epi32(lo - zp)), _mm256_set1_epi32(hi - zp));
+  return _mm256_add_epi32(x, _mm256_set1_epi32(zp));
+}
+
+/* 8 int32 values in [-128, 127] -> 8 bytes (the low half of the result) */
+static inline __m128i mte__pack8_256(__m256i v) {
+  __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
+  __m128i w = _mm_packs_epi32(lo, hi); /* 8 x int16, in order */
+  return _mm_packs_epi16(w, w);
+}
+#endif
+
+#endif /* MTE_QREQUANT_X86_H */

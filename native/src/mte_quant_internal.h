@@ -1,0 +1,159 @@
+/*
+ * mte_quant_internal.h - the int8 kernel families and the scalar requantization they share.
+ *
+ * Requantization (TFLite / gemmlowp arithmetic, bit-exact with numpy_int8.py): the scalar
+ * functions below are the reference every SIMD version is tested against.
+ *
+ * The "qgemm" family is the int8 twin of the SGEMM microkernel descriptor: one MR x NR tile
+ *     acc[i][j] = sum_g sum_{t<4} a[g][i][t] * b[g][j][t]     (int32, exact)
+ * over packed panels whose k runs in groups of 4 consecutive values (the shape VPDPBUSD,
+ * SDOT and PMADDUBSW+PMADDWD want: 4 byte products summed into one int32 lane), then
+ *     y[i*rs + j*cs] = clamp(mbqm(saturate(acc + chan[i].bias), chan[i]) + zp, lo, hi)
+ * on the tile while it is in registers. x is packed as signed bytes, or as x ^ 0x80 (=
+ * x + 128, unsigned) when the kernel's x_offset is 128 (VNNI: u8 x s8); the driver folds
+ * -(x_zp + x_offset) * sum_k w[o, k] into chan[o].comp, so every kernel computes the same.
+ *
+ * The "qdepthwise" family computes one output row of a 3x3 depthwise convolution from
+ * three "pair rows": int16 pairs q[2s], q[2s+1] = (x - x_zp) at the two columns taps j = 0, 1
+ * read for output s (zero in the padding), so taps (0, 1) are one int16 pair multiply-add
+ * (PMADDWD / SMLAL) and tap 2 is the pair `off` positions on with weights (w2, 0).
+ */
+#ifndef MTE_QUANT_INTERNAL_H
+#define MTE_QUANT_INTERNAL_H
+
+#include "mte_internal.h"
+
+/* ---------------------------------------------------------------- scalar requantization */
+
+/* SaturatingRoundingDoublingHighMul: round(a * b / 2^31), the one overflow saturated */
+static inline int32_t mte__srdhm(int32_t a, int32_t b) {
+  if (a == INT32_MIN && b == INT32_MIN) return INT32_MAX;
+  int64_t ab = (int64_t)a * b;
+  int64_t nudge = ab >= 0 ? (1 << 30) : (1 - (1 << 30));
+  return (int32_t)((ab + nudge) / ((int64_t)1 << 31));
+}
+
+/* RoundingDivideByPOT: x / 2^e rounded to nearest, ties away from zero; 0 <= e <= 31 */
+static inline int32_t mte__rdbpot(int32_t x, int e) {
+  int32_t mask = (int32_t)(((int64_t)1 << e) - 1);
+  int32_t remainder = x & mask;
+  int32_t threshold = (mask >> 1) + (x < 0);
+  return (x >> e) + (remainder > threshold);
+}
+
+/* MultiplyByQuantizedMultiplier with the shift split into left = max(shift, 0) and
+ * right = max(-shift, 0) */
+static inline int32_t mte__mbqm_lr(int32_t x, int32_t m, int left, int right) {
+  int64_t xs = (int64_t)x * ((int64_t)1 << left);
+  if (xs > INT32_MAX) xs = INT32_MAX;
+  if (xs < INT32_MIN) xs = INT32_MIN;
+  return mte__rdbpot(mte__srdhm((int32_t)xs, m), right);
+}
+static inline int32_t mte__mbqm(int32_t x, int32_t m, int32_t shift) {
+  return mte__mbqm_lr(x, m, shift > 0 ? shift : 0, shift < 0 ? -shift : 0);
+}
+
+/* a + b modulo 2^32 (an accumulator plus its bias never traps on overflow) */
+static inline int32_t mte__wrap_add(int32_t a, int32_t b) {
+  return (int32_t)((uint32_t)a + (uint32_t)b);
+}
+
+static inline int32_t mte__clamp32(int32_t v, int32_t lo, int32_t hi) {
+  return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* argument checks shared by every entry point */
+static inline int mte__q_zp_ok(int32_t zp) { return zp >= -128 && zp <= 127; }
+static inline int mte__q_mult_ok(int32_t m, int32_t shift) {
+  return m >= 0 && shift >= -31 && shift <= 30;
+}
+static inline int mte__q_act_ok(int32_t lo, int32_t hi) {
+  return lo >= -128 && lo <= hi && hi <= 127;
+}
+
+/* One output channel's epilogue, as the microkernels read it:
+ *   dot = acc + comp (mod 2^32: the zero-point compensation; dot itself always fits int32)
+ *   s   = saturate(dot + bias) = clamp(dot, blo, bhi) + bias  (blo/bhi: the bias's room)
+ *   y   = clamp(mbqm(s, mult, left, right), lo - zp, hi - zp) + zp
+ * left/right: the shift split into its positive and negative parts. */
+typedef struct mte_qchan {
+  int32_t comp, blo, bhi, bias, mult, left, right, pad;
+} mte_qchan;
+
+/* the channel's fields for this bias, multiplier, shift and compensation */
+static inline mte_qchan mte__qchan(int32_t bias, int32_t mult, int32_t shift, int32_t comp) {
+  mte_qchan c = {comp, bias < 0 ? INT32_MIN - bias : INT32_MIN,
+                 bias > 0 ? INT32_MAX - bias : INT32_MAX, bias, mult,
+                 shift > 0 ? shift : 0, shift < 0 ? -shift : 0, 0};
+  return c;
+}
+
+static inline int8_t mte__requant(int32_t acc, const mte_qchan *c, int32_t zp, int32_t lo,
+                                  int32_t hi) {
+  int32_t s = mte__clamp32(mte__wrap_add(acc, c->comp), c->blo, c->bhi) + c->bias;
+  int32_t v = mte__mbqm_lr(s, c->mult, c->left, c->right);
+  return (int8_t)(mte__clamp32(v, lo - zp, hi - zp) + zp); /* = clamp(v + zp): no overflow */
+}
+
+/* ---------------------------------------------------------------- qgemm family */
+
+/* One tile. a: kg x MR x 4 weight bytes; b: kg x NR x 4 x bytes (both 64-byte aligned);
+ * chan: MR channels (padded: always MR readable); rows <= MR, cols <= NR are stored. */
+typedef struct mte_qtile {
+  int64_t kg; /* k groups of 4 (>= 1) */
+  const int8_t *a;
+  const uint8_t *b;
+  const mte_qchan *chan;
+  int rows, cols;
+  int32_t zp, lo, hi;
+  int8_t *y;
+  int64_t rs, cs; /* y[i*rs + j*cs] */
+} mte_qtile;
+
+typedef struct mte_qgemm_kernel {
+  const char *isa;
+  int mr, nr;
+  int x_offset;                        /* 0: x packed signed; 128: x ^ 0x80 */
+  void (*ukernel)(const mte_qtile *t); /* any tile, any (rs, cs) */
+  double (*dot_peak)(int64_t rounds);  /* optional: int8 ops of a register-only loop */
+} mte_qgemm_kernel;
+
+#define MTE_QMAX_MR 16
+#define MTE_QMAX_NR 64
+
+/* The requantized tile acc (MR x NR int32, row stride NR) stored through (rs, cs): the
+ * portable store the kernels use for a transposed (qlinear) tile. */
+static inline void mte__qtile_store_scalar(const mte_qtile *t, const int32_t *acc, int nr) {
+  for (int i = 0; i < t->rows; ++i)
+    for (int j = 0; j < t->cols; ++j)
+      t->y[i * t->rs + j * t->cs] = mte__requant(acc[i * nr + j], &t->chan[i], t->zp, t->lo,
+                                                 t->hi);
+}
+
+/* ---------------------------------------------------------------- qdepthwise family */
+
+typedef struct mte_qdw_row {
+  const int16_t *q[3]; /* the pair rows of input rows r*sh + 0, 1, 2 */
+  int off;             /* pairs between tap 0 and tap 2: 2 (stride 1) or 1 (stride 2) */
+  int64_t wo;          /* outputs; q is readable (zeros) up to round_up(wo, 16) + off pairs */
+  int32_t w01[3];      /* (w[i][0], w[i][1]) as int16 pairs */
+  int32_t w2[3];       /* (w[i][2], 0) */
+  const mte_qchan *chan;
+  int32_t zp, lo, hi;
+  int8_t *y;
+} mte_qdw_row;
+
+typedef struct mte_qdw_kernel {
+  const char *isa;
+  void (*row)(const mte_qdw_row *r);
+} mte_qdw_kernel;
+
+extern const mte_qgemm_kernel mte_qgemm_kernel_generic;
+extern const mte_qdw_kernel mte_qdw_kernel_generic;
+#ifdef MTE_HAVE_X86_KERNELS
+extern const mte_qgemm_kernel mte_qgemm_kernel_avx2, mte_qgemm_kernel_avx512,
+    mte_qgemm_kernel_avx512vnni;
+extern const mte_qdw_kernel mte_qdw_kernel_avx2, mte_qdw_kernel_avx512;
+#endif
+
+#endif /* MTE_QUANT_INTERNAL_H */

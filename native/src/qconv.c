@@ -1,0 +1,156 @@
+/*
+ * qconv.c - int8 2-D convolution (NCHW) on the int8 GEMM (qgemm.c) or, for depthwise 3x3,
+ * on the qdepthwise kernels (qdepthwise.c).
+ *
+ * Per image n and group g the convolution is one GEMM, exactly as the float conv.c:
+ *     Y[n,g] (Og x Ho*Wo) = W[g] (Og x Cg*kh*kw) @ cols[n,g] (Cg*kh*kw x Ho*Wo)
+ * cols is never stored: its blocks are packed straight from x (im2col folded into the
+ * packing, padded with x_zp so padded taps contribute 0); a 1x1 stride-1 unpadded conv
+ * packs rows of x, which is its cols; other stride-1 convs copy x into padded planes once
+ * and pack contiguous runs of them (QSRC_FLAT, mte_qgemm_internal.h). The weights come prepacked (mte_qconv2d_prepare).
+ * Work items are (image, group, column block), shared by the threads.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mte_qgemm_internal.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define PAR_MIN_WORK (64.0 * 64.0 * 64.0)
+
+int mte_qconv2d_prepare(const mte_conv2d_desc *d, const int8_t *w, mte_qconv2d_plan **plan) {
+  if (!d || !plan || d->groups < 1 || d->in_channels % d->groups) return MTE_EINVAL;
+  return mte__qplan_make(d->out_channels, d->in_channels / d->groups, d->kernel_h,
+                         d->kernel_w, d->groups, w, plan);
+}
+
+/* the descriptor is valid and matches the plan */
+static int check(const mte_qconv2d_plan *p, const mte_conv2d_desc *d, conv_geom *g) {
+  int st = mte__conv_make_geom(d, g);
+  if (st != MTE_OK) return st;
+  if (d->out_h != mte_conv2d_output_size(d->in_h, d->kernel_h, d->stride_h, d->pad_top,
+                                         d->pad_bottom, d->dilation_h) ||
+      d->out_w != mte_conv2d_output_size(d->in_w, d->kernel_w, d->stride_w, d->pad_left,
+                                         d->pad_right, d->dilation_w))
+    return MTE_EINVAL;
+  if (p->O != g->K || p->Cg != g->Cg || p->kh != g->kh || p->kw != g->kw || p->G != g->G ||
+      p->k != mte__isa()->qgemm)
+    return MTE_EINVAL;
+  return MTE_OK;
+}
+
+int mte_qconv2d_run(const mte_qconv2d_plan *p, const mte_conv2d_desc *d, const int8_t *x,
+                    int32_t x_zp, const int32_t *bias, const mte_requant *rq, int8_t *y,
+                    mte_arena *arena) {
+  conv_geom g;
+  if (!p) return MTE_EINVAL;
+  int st = check(p, d, &g);
+  if (st != MTE_OK) return st;
+  if (!mte__q_zp_ok(x_zp) || mte__qcheck_requant(rq, g.K) != MTE_OK) return MTE_EINVAL;
+  const int64_t nx = g.N * g.C * g.HWi, ny = g.N * g.K * g.HW;
+  if (ny == 0) return MTE_OK;
+  if (!y || (nx && !x)) return MTE_EINVAL;
+  if (nx && (uintptr_t)x < (uintptr_t)y + (uintptr_t)ny && (uintptr_t)y < (uintptr_t)x + (uintptr_t)nx)
+    return MTE_EINVAL;
+
+  const mte_qgemm_kernel *k = p->k;
+  const int64_t padded = g.G * p->panels * k->mr;
+  const int dw = p->w3x3 && mte__qdepthwise3x3_applies(&g);
+  mte_qchan *chan = (mte_qchan *)malloc((size_t)padded * sizeof(mte_qchan));
+  if (!chan) return MTE_ENOMEM;
+  /* the channels of each group, padded to its panels */
+  for (int64_t gi = 0; gi < g.G; ++gi) {
+    mte_requant sub = *rq;
+    sub.multiplier += gi * g.Kg, sub.shift += gi * g.Kg;
+    mte__qchan_fill(chan + gi * p->panels * k->mr, g.Kg, p->panels * k->mr,
+                    dw ? NULL : p->wsum + gi * g.Kg, x_zp + k->x_offset,
+                    bias ? bias + gi * g.Kg : NULL, &sub);
+  }
+  if (dw) {
+    st = mte__qdepthwise3x3(&g, p, x, x_zp, chan, rq, y, arena);
+    free(chan);
+    return st;
+  }
+
+  const int pointwise = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 &&
+                        g.pl == 0 && g.Ho == g.H && g.Wo == g.W;
+  const int flat = !pointwise && g.sh == 1 && g.sw == 1;
+  /* flat: x copied into padded planes (Hp x Wp, padding x_zp, a tail for the last taps) */
+  const int64_t wp = g.W + g.pl + g.pr, hp = g.Ho + (g.kh - 1) * g.dh;
+  const int64_t fplane = flat ? rup(hp * wp + (g.kw - 1) * g.dw + 64, 64) : 0;
+  const int64_t ncols = flat ? g.Ho * wp : g.HW;
+  qgemm_job job = {k, g.Kg, ncols, p->K, p->kg, NULL, NULL,
+                   {pointwise ? QSRC_ROWS : flat ? QSRC_FLAT : QSRC_IM2COL, NULL,
+                    flat ? fplane : g.HWi, &g, wp, (uint8_t)x_zp, k->x_offset ? 0x80 : 0},
+                   NULL, g.HW, 1, rq->zero_point, rq->act_min, rq->act_max, 0};
+  const int64_t nc = mte__qgemm_block(&job), blocks = cdiv(ncols, nc);
+  const int64_t items = g.N * g.G * blocks;
+  const int nt = mte__threads_for((double)g.N * g.K * g.HW * p->K, PAR_MIN_WORK, items);
+  const size_t ytmp = flat ? mte__q_align((size_t)(g.Kg * nc)) : 0;
+  const size_t per = mte__q_align(mte__qgemm_scratch(&job, nc)) + ytmp;
+  const size_t xbytes = (size_t)(g.N * g.C * fplane);
+  qscratch s;
+  uint8_t *buf = (uint8_t *)mte__qscratch_open(&s, arena, xbytes + per * (size_t)nt, &st);
+  if (!buf) {
+    free(chan);
+    return st;
+  }
+  int8_t *xpad = (int8_t *)buf + per * (size_t)nt;
+  if (flat)
+    for (int64_t pl = 0; pl < g.N * g.C; ++pl) {
+      int8_t *dst = xpad + pl * fplane;
+      memset(dst, x_zp, (size_t)fplane);
+      for (int64_t h = 0; h < g.H; ++h)
+        memcpy(dst + (h + g.pt) * wp + g.pl, x + (pl * g.H + h) * g.W, (size_t)g.W);
+    }
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(dynamic) if (nt > 1)
+#endif
+  for (int64_t it = 0; it < items; ++it) {
+#ifdef _OPENMP
+    uint8_t *mine = buf + per * (size_t)omp_get_thread_num();
+#else
+    uint8_t *mine = buf;
+#endif
+    const int64_t n = it / (g.G * blocks), gi = (it / blocks) % g.G, b = it % blocks;
+    const int64_t j0 = b * nc, cols = min64(nc, ncols - j0);
+    qgemm_job j = job;
+    j.wpack = p->wpack + gi * p->panels * p->kg * k->mr * 4;
+    j.chan = chan + gi * p->panels * k->mr;
+    j.src.x = flat ? xpad + (n * g.C + gi * g.Cg) * fplane : x + (n * g.C + gi * g.Cg) * g.HWi;
+    int8_t *y0 = y + (n * g.K + gi * g.Kg) * g.HW;
+    int8_t *tmp = (int8_t *)mine + per - ytmp;
+    if (flat) /* into a block of (Og x cols) flat columns, then the real ones into y */
+      j.y = tmp, j.rs = nc, j.ybase = j0;
+    else
+      j.y = y0;
+    mte__qgemm_columns(&j, j0, cols, mine,
+                       mine + mte__q_align((size_t)(rup(nc, k->nr) * p->kg * 4)));
+    if (flat)
+      for (int64_t f = j0; f < j0 + cols;) { /* one output-row run at a time */
+        const int64_t r = f / wp, c = f % wp, run = min64(wp - c, j0 + cols - f);
+        if (c < g.Wo) {
+          const int64_t len = min64(run, g.Wo - c);
+          for (int64_t o = 0; o < g.Kg; ++o)
+            memcpy(y0 + o * g.HW + r * g.Wo + c, tmp + o * nc + (f - j0), (size_t)len);
+        }
+        f += run;
+      }
+  }
+  st = mte__qscratch_close(&s);
+  free(chan);
+  return st;
+}
+
+int mte_qconv2d(const mte_conv2d_desc *d, const int8_t *x, int32_t x_zp, const int8_t *w,
+                const int32_t *bias, const mte_requant *rq, int8_t *y, mte_arena *arena) {
+  mte_qconv2d_plan *p;
+  int st = mte_qconv2d_prepare(d, w, &p);
+  if (st != MTE_OK) return st;
+  st = mte_qconv2d_run(p, d, x, x_zp, bias, rq, y, arena);
+  mte_qconv2d_free(p);
+  return st;
+}

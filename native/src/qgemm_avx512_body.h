@@ -1,0 +1,119 @@
+/*
+ * qgemm_avx512_body.h - the AVX-512 int8 GEMM microkernel, one body for two ISAs:
+ *
+ *   avx512vnni (MTE_QGEMM_VNNI)  VPDPBUSD: 4 products u8 x s8 summed into each int32 lane,
+ *                                x packed as x + 128 (x_offset 128), one instruction per
+ *                                accumulator per 4 k values
+ *   avx512 (AVX-512BW)           VPMADDUBSW + VPMADDWD with the sign trick: |x| (unsigned)
+ *                                times w with x's sign (signed): |pair sum| <= 2*128*127 =
+ *                                32512, so the int16 step never saturates; x packed signed
+ *
+ * Tile 8 x 32: 8 output channels (a weight word of 4 k values broadcast per row) by 32
+ * pixels (two zmm of 16 lanes x 4 bytes), 16 accumulators; the tile is requantized in
+ * registers (mte_qrequant_x86.h) and stored with a byte mask for the last columns (no edge
+ * tile). A transposed store (qlinear: cs != 1) goes through a stack tile.
+ * Included by x86_avx512/qgemm_kernel.c and x86_avx512vnni/qgemm_kernel.c.
+ */
+#include <string.h>
+
+#include "mte_qrequant_x86.h"
+
+#define MR 8
+#define NV 2
+#define NR (16 * NV)
+
+static inline __m512i bcast_word(const int8_t *p) {
+  int32_t v;
+  memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+static void QGEMM_UKERNEL(const mte_qtile *t) {
+  __m512i acc[MR][NV];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_si512();
+  const int8_t *a = t->a;
+  const uint8_t *b = t->b;
+#ifndef MTE_QGEMM_VNNI
+  const __m512i ones = _mm512_set1_epi16(1), zero = _mm512_setzero_si512();
+#endif
+  for (int64_t g = 0; g < t->kg; ++g, a += MR * 4, b += NR * 4) {
+    __m512i bv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_si512((const void *)(b + 64 * v));
+#ifdef MTE_QGEMM_VNNI
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      const __m512i w = bcast_word(a + 4 * i);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_dpbusd_epi32(acc[i][v], bv[v], w);
+    }
+#else
+    __m512i ax[NV];
+    __mmask64 neg[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) ax[v] = _mm512_abs_epi8(bv[v]), neg[v] = _mm512_movepi8_mask(bv[v]);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      const __m512i w = bcast_word(a + 4 * i);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) {
+        const __m512i sw = _mm512_mask_sub_epi8(w, neg[v], zero, w); /* w * sign(x) */
+        const __m512i p = _mm512_maddubs_epi16(ax[v], sw);
+        acc[i][v] = _mm512_add_epi32(acc[i][v], _mm512_madd_epi16(p, ones));
+      }
+    }
+#endif
+  }
+  if (t->cs == 1) {
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      if (i >= t->rows) break;
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) {
+        const int n = t->cols - 16 * v;
+        if (n <= 0) break;
+        const __m512i r = mte__requant512(acc[i][v], &t->chan[i], t->zp, t->lo, t->hi);
+        _mm512_mask_cvtepi32_storeu_epi8(t->y + i * t->rs + 16 * v,
+                                         n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1), r);
+      }
+    }
+    return;
+  }
+  int8_t tile[MR * NR];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v)
+      _mm_storeu_si128((__m128i *)(tile + i * NR + 16 * v),
+                       _mm512_cvtepi32_epi8(mte__requant512(acc[i][v], &t->chan[i], t->zp,
+                                                            t->lo, t->hi)));
+  for (int i = 0; i < t->rows; ++i)
+    for (int j = 0; j < t->cols; ++j) t->y[i * t->rs + j * t->cs] = tile[i * NR + j];
+}
+
+/* 12 independent chains of the kernel's multiply-accumulate step on registers only */
+static double QGEMM_PEAK(int64_t rounds) {
+  __m512i acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_epi32(i);
+  __m512i x = _mm512_set1_epi8(3), y = _mm512_set1_epi8(-2);
+#ifndef MTE_QGEMM_VNNI
+  const __m512i ones = _mm512_set1_epi16(1);
+#endif
+  for (int64_t r = 0; r < rounds; ++r) {
+    __asm__ volatile("" : "+v"(x), "+v"(y));
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i)
+#ifdef MTE_QGEMM_VNNI
+      acc[i] = _mm512_dpbusd_epi32(acc[i], x, y);
+#else
+      acc[i] = _mm512_add_epi32(acc[i], _mm512_madd_epi16(_mm512_maddubs_epi16(x, y), ones));
+#endif
+  }
+  for (int i = 1; i < 12; ++i) acc[0] = _mm512_add_epi32(acc[0], acc[i]);
+  volatile int keep = _mm512_reduce_add_epi32(acc[0]);
+  (void)keep;
+  return (double)rounds * 12.0 * 64 * 2.0;
+}

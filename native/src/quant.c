@@ -1,0 +1,116 @@
+/*
+ * quant.c - the element-wise int8 kernels (quantize, dequantize, requantize, add), the
+ * multiplier of a real scale ratio, and the int8 peak.
+ *
+ * Each is one branch-free loop over the values, written so the compiler vectorises it
+ * (the requantization is the scalar reference of mte_quant_internal.h: it is the
+ * definition, and these loops are memory bound). Arguments are checked first; nothing is
+ * written on error.
+ */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <math.h>
+#include <time.h>
+
+#include "mte_quant_internal.h"
+
+#define MAX_N ((int64_t)1 << 60)
+
+int mte_quantize_multiplier(double real, int32_t *multiplier, int32_t *shift) {
+  if (!multiplier || !shift || !isfinite(real) || real < 0) return MTE_EINVAL;
+  int64_t m = 0;
+  int e = 0;
+  if (real > 0) {
+    double q = frexp(real, &e);
+    m = (int64_t)round(q * 2147483648.0); /* half away from zero; exact in double */
+    if (m == ((int64_t)1 << 31)) m /= 2, ++e;
+    if (e < -31) m = 0, e = 0;
+    if (e > 30) m = INT32_MAX, e = 30;
+  }
+  *multiplier = (int32_t)m;
+  *shift = e;
+  return MTE_OK;
+}
+
+static int bad_scale(float scale) { return !(isfinite(scale) && scale > 0.0f); }
+
+int mte_quantize(int64_t n, const float *x, float scale, int32_t zp, int8_t *y) {
+  if (n < 0 || n > MAX_N || bad_scale(scale) || !mte__q_zp_ok(zp) || (n && (!x || !y)))
+    return MTE_EINVAL;
+  for (int64_t i = 0; i < n; ++i) {
+    float r = roundf(x[i] / scale);
+    r = r != r ? 0.0f : r < -256.0f ? -256.0f : r > 256.0f ? 256.0f : r; /* NaN -> zp */
+    y[i] = (int8_t)mte__clamp32((int32_t)r + zp, -128, 127);
+  }
+  return MTE_OK;
+}
+
+int mte_dequantize(int64_t n, const int8_t *q, float scale, int32_t zp, float *y) {
+  if (n < 0 || n > MAX_N || bad_scale(scale) || !mte__q_zp_ok(zp) || (n && (!q || !y)))
+    return MTE_EINVAL;
+  for (int64_t i = 0; i < n; ++i) y[i] = (float)((int32_t)q[i] - zp) * scale;
+  return MTE_OK;
+}
+
+int mte_requantize(int64_t n, const int8_t *q, int32_t in_zp, int32_t m, int32_t shift,
+                   int32_t out_zp, int8_t *y) {
+  if (n < 0 || n > MAX_N || !mte__q_zp_ok(in_zp) || !mte__q_zp_ok(out_zp) ||
+      !mte__q_mult_ok(m, shift) || (n && (!q || !y)))
+    return MTE_EINVAL;
+  const mte_qchan c = mte__qchan(0, m, shift, 0);
+  for (int64_t i = 0; i < n; ++i) y[i] = mte__requant((int32_t)q[i] - in_zp, &c, out_zp, -128, 127);
+  return MTE_OK;
+}
+
+static int32_t sat_add(int32_t a, int32_t b) {
+  int64_t s = (int64_t)a + b;
+  return s > INT32_MAX ? INT32_MAX : s < INT32_MIN ? INT32_MIN : (int32_t)s;
+}
+
+int mte_qadd(const mte_qadd_params *p, int64_t n, const int8_t *a, const int8_t *b, int8_t *y) {
+  if (!p || n < 0 || n > MAX_N || (n && (!a || !b || !y))) return MTE_EINVAL;
+  if (!mte__q_zp_ok(p->a_zero_point) || !mte__q_zp_ok(p->b_zero_point) ||
+      !mte__q_zp_ok(p->y_zero_point) || !mte__q_mult_ok(p->a_multiplier, p->a_shift) ||
+      !mte__q_mult_ok(p->b_multiplier, p->b_shift) ||
+      !mte__q_mult_ok(p->y_multiplier, p->y_shift) || !mte__q_act_ok(p->act_min, p->act_max) ||
+      p->left_shift < 0 || p->left_shift > 23)
+    return MTE_EINVAL;
+  const int32_t scale = (int32_t)1 << p->left_shift; /* 255 << 23 < 2^31 */
+  const mte_qchan out = mte__qchan(0, p->y_multiplier, p->y_shift, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int32_t sa = mte__mbqm(((int32_t)a[i] - p->a_zero_point) * scale, p->a_multiplier,
+                           p->a_shift);
+    int32_t sb = mte__mbqm(((int32_t)b[i] - p->b_zero_point) * scale, p->b_multiplier,
+                           p->b_shift);
+    y[i] = mte__requant(sat_add(sa, sb), &out, p->y_zero_point, p->act_min, p->act_max);
+  }
+  return MTE_OK;
+}
+
+/* ---------------------------------------------------------------- peak */
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+double mte_peak_gops_int8(double seconds) {
+  if (!(seconds > 0.0)) seconds = 0.1;
+  if (seconds > 10.0) seconds = 10.0;
+  const mte_qgemm_kernel *k = mte__isa()->qgemm;
+  if (!k->dot_peak) return 0.0;
+  double best = 0.0, spent = 0.0;
+  int64_t rounds = 1 << 14;
+  while (spent < seconds) {
+    double t0 = now();
+    double ops = k->dot_peak(rounds);
+    double dt = now() - t0;
+    spent += dt;
+    if (dt < 2e-3) {
+      rounds *= 2;
+      continue;
+    }
+    if (ops / dt > best) best = ops / dt;
+  }
+  return best * 1e-9;
+}

@@ -1,0 +1,202 @@
+"""Tests of the native int8 kernels: ``backend.native_int8`` (over ``_C.q*``, native/src/q*.c)
+against the numpy twins of ``numpy_int8`` bit for bit (np.array_equal), on every ISA this CPU
+runs (each ISA's qgemm / qdepthwise microkernels), over hypothesis shapes and parameters:
+tile edges, groups, strides, dilation, asymmetric padding, depthwise 3x3, zero points, every
+shift, saturating biases and clamps; plus out=, prepared weights and the error messages.
+"""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from native_harness import on_every_isa, require_native
+
+_C = require_native("qconv2d", "int8")
+
+from minitorch_edge.backend import native_int8 as nat
+from minitorch_edge.backend import numpy_int8 as ref
+
+SETTINGS = settings(max_examples=25, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+def i8(rng, shape, lo=-128, hi=127):
+    return rng.integers(lo, hi + 1, shape, dtype=np.int8)
+
+
+def channel_params(rng, o, big_bias=False):
+    m = rng.integers(0, 2 ** 31, o, dtype=np.int64).astype(np.int32)
+    real = rng.uniform(1e-5, 0.05, o)
+    for i in range(o):                      # mostly realistic multipliers, some arbitrary
+        if rng.random() < 0.7:
+            m[i], _ = ref.quantize_multiplier(real[i])
+    shift = np.where(rng.random(o) < 0.7, rng.integers(-14, 0, o), rng.integers(-31, 31, o))
+    hi = 2 ** 31 - 1 if big_bias else 20000
+    bias = rng.integers(-hi - (1 if big_bias else 0), hi + 1, o, dtype=np.int64).astype(np.int32)
+    return bias, m.astype(np.int32), shift.astype(np.int32)
+
+
+def same_on_every_isa(native, twin):
+    expect = twin()
+    on_every_isa(_C, lambda isa: np.testing.assert_array_equal(native(), expect, err_msg=isa))
+
+
+conv_case = st.fixed_dictionaries({
+    "n": st.integers(1, 2), "cg": st.integers(1, 6), "og": st.integers(1, 19),
+    "groups": st.sampled_from([1, 1, 2, 3]), "h": st.integers(1, 9), "w": st.integers(1, 40),
+    "k": st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    "stride": st.tuples(st.integers(1, 2), st.integers(1, 3)),
+    "padding": st.tuples(*[st.integers(0, 2)] * 4),
+    "dilation": st.tuples(st.integers(1, 2), st.integers(1, 2)),
+    "seed": st.integers(0, 2 ** 16), "bias": st.booleans(), "big": st.booleans(),
+})
+
+
+def fits(h, w, k, stride, padding, dilation):
+    ho = (h + padding[0] + padding[1] - dilation[0] * (k[0] - 1) - 1) // stride[0] + 1
+    wo = (w + padding[2] + padding[3] - dilation[1] * (k[1] - 1) - 1) // stride[1] + 1
+    return ho >= 1 and wo >= 1
+
+
+@SETTINGS
+@given(conv_case)
+def test_qconv2d_equals_twin(c):
+    if not fits(c["h"], c["w"], c["k"], c["stride"], c["padding"], c["dilation"]):
+        return
+    rng = np.random.default_rng(c["seed"])
+    g = c["groups"]
+    x = i8(rng, (c["n"], c["cg"] * g, c["h"], c["w"]))
+    w = i8(rng, (c["og"] * g, c["cg"], *c["k"]), -127)
+    bias, m, shift = channel_params(rng, c["og"] * g, c["big"])
+    lo, hi = sorted(rng.integers(-128, 128, 2)) if rng.random() < 0.3 else (-128, 127)
+    args = (x, int(rng.integers(-128, 128)), w, bias if c["bias"] else None, m, shift,
+            int(rng.integers(-128, 128)), int(lo), int(hi), c["stride"], c["padding"],
+            c["dilation"], g)
+    same_on_every_isa(lambda: nat.qconv2d(*args), lambda: ref.qconv2d(*args))
+
+
+@SETTINGS
+@given(st.integers(1, 6), st.integers(1, 20), st.integers(1, 70), st.integers(1, 2),
+       st.integers(0, 1), st.integers(0, 2 ** 16))
+def test_depthwise3x3_equals_twin(c, h, wd, stride, pad, seed):
+    if h + 2 * pad < 3 or wd + 2 * pad < 3:
+        return
+    rng = np.random.default_rng(seed)
+    x, w = i8(rng, (1, c, h, wd)), i8(rng, (c, 1, 3, 3), -127)
+    bias, m, shift = channel_params(rng, c)
+    args = (x, int(rng.integers(-128, 128)), w, bias, m, shift, 7, -128, 127, (stride, stride),
+            (pad,) * 4, (1, 1), c)
+    same_on_every_isa(lambda: nat.qconv2d(*args), lambda: ref.qconv2d(*args))
+
+
+@SETTINGS
+@given(st.integers(1, 40), st.integers(1, 300), st.integers(1, 40), st.integers(0, 2 ** 16))
+def test_qlinear_equals_twin(rows, k, mo, seed):
+    rng = np.random.default_rng(seed)
+    x, w = i8(rng, (rows, k)), i8(rng, (mo, k), -127)
+    bias, m, shift = channel_params(rng, mo, big_bias=seed % 3 == 0)
+    args = (x, int(rng.integers(-128, 128)), w, bias, m, shift, int(rng.integers(-128, 128)),
+            -128, 127)
+    same_on_every_isa(lambda: nat.qlinear(*args), lambda: ref.qlinear(*args))
+
+
+@SETTINGS
+@given(st.tuples(st.integers(1, 4), st.integers(1, 4)), st.tuples(st.integers(1, 3),
+       st.integers(1, 3)), st.integers(0, 2), st.booleans(), st.booleans(),
+       st.integers(0, 2 ** 16))
+def test_pools_equal_twin(kernel, stride, pad, ceil, incl, seed):
+    padding = (min(pad, kernel[0] // 2), min(pad, kernel[1] // 2))
+    rng = np.random.default_rng(seed)
+    x = i8(rng, (2, 3, int(rng.integers(kernel[0], 14)), int(rng.integers(kernel[1], 14))))
+    lo, hi = sorted(int(v) for v in rng.integers(-128, 128, 2))
+    same_on_every_isa(lambda: nat.qavg_pool2d(x, kernel, stride, padding, ceil, incl, lo, hi),
+                      lambda: ref.qavg_pool2d(x, kernel, stride, padding, ceil, incl, lo, hi))
+    dil = (int(rng.integers(1, 3)), 1)
+    if ref._float_twins().pool_output_size(x.shape[2], kernel[0], stride[0], padding[0],
+                                            dil[0], ceil) >= 1:
+        same_on_every_isa(lambda: nat.qmax_pool2d(x, kernel, stride, padding, dil, ceil),
+                          lambda: ref.qmax_pool2d(x, kernel, stride, padding, dil, ceil))
+
+
+@SETTINGS
+@given(st.integers(0, 2 ** 16))
+def test_elementwise_equal_twin(seed):
+    rng = np.random.default_rng(seed)
+    a, b = i8(rng, (3, 17, 5)), i8(rng, (3, 17, 5))
+    p = [int(v) for v in (rng.integers(-128, 128), rng.integers(0, 2 ** 31),
+                          rng.integers(-31, 1), rng.integers(-128, 128), rng.integers(0, 2 ** 31),
+                          rng.integers(-31, 1), rng.integers(-128, 128), rng.integers(0, 2 ** 31),
+                          rng.integers(-31, 31))]
+    ls = int(rng.integers(0, 24))
+    args = (a, *p[:3], b, *p[3:], -128, 127, ls)
+    same_on_every_isa(lambda: nat.qadd(*args), lambda: ref.qadd(*args))
+    x = (rng.standard_normal((4, 33)) * 50).astype(np.float32)
+    x.flat[:6] = [np.nan, np.inf, -np.inf, 0.5, -0.5, 1e30]
+    scale, zp = float(rng.uniform(0.01, 2)), int(rng.integers(-128, 128))
+    assert np.array_equal(nat.quantize(x, scale, zp), ref.quantize(x, scale, zp))
+    q = ref.quantize(x, scale, zp)
+    assert np.array_equal(nat.dequantize(q, scale, zp), ref.dequantize(q, scale, zp))
+    mm, sh = int(rng.integers(0, 2 ** 31)), int(rng.integers(-31, 31))
+    assert np.array_equal(nat.requantize(q, zp, mm, sh, 3), ref.requantize(q, zp, mm, sh, 3))
+    real = float(rng.uniform(0, 4)) * 2.0 ** int(rng.integers(-40, 40))
+    assert _C.quantize_multiplier(real) == ref.quantize_multiplier(real)
+
+
+def test_out_and_prepared_weights():
+    rng = np.random.default_rng(1)
+    x, w = i8(rng, (1, 8, 7, 7)), i8(rng, (16, 8, 3, 3), -127)
+    bias, m, shift = channel_params(rng, 16)
+    args = (x, 1, w, bias, m, shift, -3, -128, 127, (1, 1), (1, 1, 1, 1), (1, 1), 1)
+    out = np.empty((1, 16, 7, 7), np.int8)
+    assert nat.qconv2d(*args, out=out) is out
+    assert np.array_equal(out, ref.qconv2d(*args))
+    assert np.array_equal(nat.qconv2d(*args), out)           # the cached plan
+    plan = _C.qconv2d_prepare(w, 1)
+    assert plan.isa == _C.active_isa() and plan.shape == (16, 8, 3, 3)
+    with pytest.raises(ValueError, match="qconv2d: plan was prepared for another"):
+        _C.qconv2d(x, 1, w[:8], bias[:8], m[:8], shift[:8], 0, -128, 127, (1, 1),
+                   (1, 1, 1, 1), (1, 1), 1, plan=plan)
+    bad_out = np.empty((1, 16, 7, 7), np.int8)[:, :, :, ::-1]  # not C-contiguous: the twin
+    with pytest.raises(ValueError, match="qconv2d: out"):
+        nat.qconv2d(*args, out=bad_out)
+
+
+def test_errors():
+    rng = np.random.default_rng(2)
+    x, w = i8(rng, (1, 2, 5, 5)), i8(rng, (3, 2, 1, 1), -127)
+    bias, m, shift = channel_params(rng, 3)
+    base = {"x": x, "x_zero_point": 0, "w": w, "bias": bias, "multiplier": m, "shift": shift,
+            "y_zero_point": 0, "act_min": -128, "act_max": 127, "stride": (1, 1),
+            "padding": (0, 0, 0, 0), "dilation": (1, 1), "groups": 1}
+
+    def call(**kw):
+        return _C.qconv2d(**{**base, **kw})
+    with pytest.raises(TypeError, match="qconv2d: x must have dtype int8"):
+        call(x=x.astype(np.float32))
+    with pytest.raises(ValueError, match="qconv2d: x_zero_point must lie in"):
+        call(x_zero_point=128)
+    with pytest.raises(ValueError, match="qconv2d: multiplier must lie in"):
+        call(multiplier=np.array([-1, 0, 0], np.int32))
+    with pytest.raises(ValueError, match="qconv2d: shift must lie in"):
+        call(shift=np.array([31, 0, 0], np.int32))
+    with pytest.raises(ValueError, match="qconv2d: bias has shape"):
+        call(bias=bias[:2])
+    with pytest.raises(ValueError, match="qconv2d: act_min"):
+        call(act_min=5, act_max=4)
+    with pytest.raises(ValueError, match="qconv2d: w .* holds -128"):
+        call(w=np.full((3, 2, 1, 1), -128, np.int8))
+    with pytest.raises(ValueError, match="qconv2d: x has shape"):
+        call(groups=2)
+    out = np.full((1, 3, 5, 5), 9, np.int8)
+    with pytest.raises(ValueError):
+        call(shift=np.array([31, 0, 0], np.int32), out=out)
+    assert (out == 9).all()                                 # nothing written on error
+    with pytest.raises(TypeError, match="qlinear: x must have dtype int8"):
+        _C.qlinear(np.zeros((2, 3), np.float32), 0, w[:, :, 0, 0].copy(), None, m, shift, 0,
+                   -128, 127)
+    with pytest.raises(ValueError, match="qadd: a has shape"):
+        _C.qadd(x, 0, 1, 0, x[:, :1], 0, 1, 0, 0, 1, 0, -128, 127)
+    with pytest.raises(ValueError, match="quantize: scale must be finite"):
+        _C.quantize(np.zeros(3, np.float32), 0.0, 0)
+    # the native module routes what _C does not take to the twin (its error)
+    with pytest.raises(ValueError, match="qconv2d: x has dtype float32"):
+        nat.qconv2d(**{**base, "x": x.astype(np.float32)})
