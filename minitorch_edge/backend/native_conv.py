@@ -9,6 +9,14 @@ kernels are built. Which kernel runs, decided here, next to the kernels:
     (forward; no residual)                                            3x3 pad 1 on the 3x3 one)
     depthwise 3x3, padding 1, stride 1 or 2     _C.depthwise3x3_*     ("depthwise3x3" kernels)
     (backward)
+    KxK (K >= 3), groups 1, dilation 1,         _C.conv2d_direct      ("conv2d_direct" kernel,
+    act None/relu/relu6 (inference=True only)                         when
+                                                                      _C.conv2d_direct_should_use:
+                                                                      strided convs, and
+                                                                      3x3 stride 1 on planes
+                                                                      < 12 wide or without
+                                                                      Winograd;
+                                                                      packed weights cached)
     3x3, stride 1, groups 1, symmetric padding  _C.winograd3x3        ("winograd3x3" kernels,
     (inference=True only)                                             when _C.winograd_should_use;
                                                                       U cached: prepared.py)
@@ -54,6 +62,8 @@ _DEPTHWISE = "depthwise3x3" in _C.kernels()
 _DEPTHWISE_ANY = "depthwise" in _C.kernels()  # the general K x K forward
 _DEPTHWISE_MAX_K = 31
 _WINOGRAD = "winograd3x3" in _C.kernels()
+_DIRECT = "conv2d_direct" in _C.kernels()
+_DIRECT_ACTS = (None, "none", "relu", "relu6")
 _F32 = np.dtype(np.float32)
 _DEPTHWISE_ACTS = (None, "none", "relu", "relu6")  # applied in _C.depthwise3x3's registers
 
@@ -128,6 +138,25 @@ def _winograd_tile(x_shape, w_shape, stride, padding, dilation, groups):
     return 0
 
 
+def _use_direct(x_shape, w_shape, stride, padding, dilation, groups, act):
+    """True when the direct KxK kernel should run this inference conv (its measured rule,
+    native/src/conv_direct.c)."""
+    if not _DIRECT or groups != 1 or dilation != (1, 1) or act not in _DIRECT_ACTS:
+        return False
+    if len(x_shape) != 4 or x_shape[0] == 0 or x_shape[1] != w_shape[1] or w_shape[0] == 0:
+        return False
+    top, bottom, left, right = padding
+    if x_shape[2] + top + bottom < w_shape[2] or x_shape[3] + left + right < w_shape[3]:
+        return False
+    return _C.conv2d_direct_should_use(tuple(x_shape), tuple(w_shape), stride, padding, act)
+
+
+def _direct_weight(w):
+    """w packed for _C.conv2d_direct, once per weight (backend/prepared.py; the packing is
+    the same on every ISA); packed per call when caching is off."""
+    return prepared.get(w, ("conv2d_direct",), _C.conv2d_direct_pack)
+
+
 def _packed_weight(w, groups):
     """w packed once into the GEMM panels _C.conv2d would build on every call, for inference
     calls (backend/prepared.py; keyed by the ISA, whose microkernel sets the layout); None
@@ -165,6 +194,9 @@ def conv2d(x, w, bias, stride, padding, dilation, groups, act=None, residual=Non
             if _DEPTHWISE_ANY else None
         if dw is not None:
             return _depthwise_any(x, w, bias, dw, act, out)
+    if inference and _use_direct(x.shape, w.shape, stride, padding, dilation, groups, act):
+        return _C.conv2d_direct(x, _direct_weight(w), w.shape, bias, stride, padding, act,
+                                residual, out=out)
     tile = (_winograd_tile(x.shape, w.shape, stride, padding, dilation, groups)
             if inference else 0)
     if tile:
@@ -197,6 +229,10 @@ def conv2d_prepare(x_shape, w, bias, stride, padding, dilation, groups, act=None
         if _DEPTHWISE_ANY and not residual else None
     if dw is not None:
         return lambda x, residual=None, out=None: _depthwise_any(x, w, bias, dw, act, out)
+    if _use_direct(tuple(x_shape), w.shape, stride, padding, dilation, groups, act):
+        pw, ws = _direct_weight(w), w.shape
+        return lambda x, residual=None, out=None: _C.conv2d_direct(
+            x, pw, ws, bias, stride, padding, act, residual, out=out)
     tile = _winograd_tile(tuple(x_shape), w.shape, stride, padding, dilation, groups)
     if tile:
         u = _winograd_u(w, tile)

@@ -172,16 +172,16 @@ def _pool_params(attrs):
     return tuple(attrs["kernel_shape"]), _pair(attrs, "strides"), (t, left)
 
 
-@op("MaxPool", _pool_shape)
-def max_pool(attrs, x):
+@op("MaxPool", _pool_shape, writes_out=True)
+def max_pool(attrs, x, out=None):
     """y = the max of each window (attrs kernel_shape, strides, pads, dilations, ceil_mode);
     an int8 X stays int8 with its scale (opset_quant.qmax_pool)."""
     if x.dtype == np.int8:
         from .opset_quant import qmax_pool
-        return qmax_pool(attrs, x)
+        return qmax_pool(attrs, x, out=out)
     k, s, p = _pool_params(attrs)
-    return backend.max_pool2d(x, k, s, p, _pair(attrs, "dilations"),
-                              bool(attrs.get("ceil_mode", 0)))[0]
+    return backend.max_pool2d_inference(x, k, s, p, _pair(attrs, "dilations"),
+                                        bool(attrs.get("ceil_mode", 0)), out=out)
 
 
 @op("AveragePool", lambda attrs, ins: _pool_shape(attrs, ins, dilated=False))

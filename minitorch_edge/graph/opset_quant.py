@@ -329,11 +329,11 @@ def requantize(attrs, x, xs, xz, ys, yz):
     return _rescaled(x, xs, xz, ys, yz)
 
 
-def qmax_pool(attrs, x):
+def qmax_pool(attrs, x, out=None):
     """MaxPool on an int8 X (called by opset_nn's MaxPool): the max of the real elements."""
     k, s, p = _pool_params(attrs)
     return backend.qmax_pool2d(x, k, s, p, _pair(attrs, "dilations"),
-                               bool(attrs.get("ceil_mode", 0)))
+                               bool(attrs.get("ceil_mode", 0)), out=out)
 
 
 

@@ -147,6 +147,90 @@ py::object pack_weight(py::handle w_obj, int64_t groups) {
   return std::move(out);
 }
 
+// ---- the direct KxK convolution (conv_direct.c) ----
+
+std::array<int64_t, 4> shape_of(const py::array &a) {
+  return {a.shape(0), a.shape(1), a.shape(2), a.shape(3)};
+}
+
+
+// the descriptor of x_shape * w_shape (K, C, kh, kw), groups 1, dilation 1
+mte_conv2d_desc direct_desc(const char *op, const std::array<int64_t, 4> &xs,
+                            const std::array<int64_t, 4> &ws, py::handle stride,
+                            py::handle padding) {
+  mte_conv2d_desc d{};
+  geometry(op, d, stride, padding, py::int_(1), 1);
+  d.batch = xs[0], d.in_channels = xs[1], d.in_h = xs[2], d.in_w = xs[3];
+  d.out_channels = ws[0], d.kernel_h = ws[2], d.kernel_w = ws[3];
+  if (ws[1] != xs[1])
+    throw py::value_error(std::string(op) + ": the weight expects " + std::to_string(ws[1]) +
+                          " input channels, x has " + std::to_string(xs[1]));
+  d.out_h = mte_conv2d_output_size(d.in_h, d.kernel_h, d.stride_h, d.pad_top, d.pad_bottom, 1);
+  d.out_w = mte_conv2d_output_size(d.in_w, d.kernel_w, d.stride_w, d.pad_left, d.pad_right, 1);
+  if (d.out_h < 1 || d.out_w < 1 || d.kernel_h < 1 || d.kernel_w < 1)
+    throw py::value_error(std::string(op) + ": the padded input is smaller than the kernel");
+  return d;
+}
+
+py::array direct_pack(py::handle w_obj) {
+  const char *op = "conv2d_direct_pack";
+  py::array w = checked_array(op, "w", w_obj, 4, 4);
+  const int64_t n = mte_conv2d_direct_packed_floats(w.shape(0), w.shape(1), w.shape(2),
+                                                    w.shape(3));
+  if (n < 0) throw py::value_error("conv2d_direct_pack: invalid weight shape (" + shape_str(w) + ")");
+  py::array_t<float> out(static_cast<py::ssize_t>(n));
+  float *dst = out.mutable_data();
+  run_kernel(op, [&] {
+    return mte_conv2d_direct_pack(w.shape(0), w.shape(1), w.shape(2), w.shape(3), fptr(w), dst);
+  });
+  return std::move(out);
+}
+
+py::array direct(py::handle x_obj, py::handle packed_obj, py::handle w_shape, py::handle b_obj,
+                 py::handle stride, py::handle padding, py::handle act_obj, py::handle res_obj,
+                 py::handle out_obj) {
+  const char *op = "conv2d_direct";
+  py::array x = checked_array(op, "x", x_obj, 4, 4);
+  py::array pk = checked_array(op, "packed", packed_obj, 1, 1);
+  auto ws = shape4(op, "w_shape", w_shape);
+  const mte_conv2d_desc d = direct_desc(op, shape_of(x), ws, stride, padding);
+  if (pk.shape(0) != mte_conv2d_direct_packed_floats(ws[0], ws[1], ws[2], ws[3]))
+    throw py::value_error("conv2d_direct: packed has " + std::to_string(pk.shape(0)) +
+                          " floats, not the packing of a weight of shape " +
+                          dims_str({ws[0], ws[1], ws[2], ws[3]}) + " (conv2d_direct_pack)");
+  const int act = as_activation(op, "act", act_obj);
+  if (act != MTE_ACT_NONE && act != MTE_ACT_RELU && act != MTE_ACT_RELU6)
+    throw py::value_error("conv2d_direct: act must be None, 'relu' or 'relu6'");
+  py::array b;
+  const float *bias = optional_vector(op, "bias", b_obj, d.out_channels, b, "output channel");
+  const float *residual = nullptr;
+  py::array res;
+  if (!res_obj.is_none()) {
+    res = checked_array(op, "residual", res_obj, 4, 4);
+    if (res.shape(0) != d.batch || res.shape(1) != d.out_channels || res.shape(2) != d.out_h ||
+        res.shape(3) != d.out_w)
+      throw py::value_error("conv2d_direct: residual has shape (" + shape_str(res) +
+                            "), expected the output's shape (" +
+                            dims_str({d.batch, d.out_channels, d.out_h, d.out_w}) + ")");
+    residual = static_cast<const float *>(res.data());
+  }
+  py::array y = output_array(op, out_obj, {d.batch, d.out_channels, d.out_h, d.out_w},
+                             {&x, &pk, &b, &res});
+  float *yp = static_cast<float *>(y.mutable_data());
+  run_kernel(op, [&] {
+    return mte_conv2d_direct_forward(&d, fptr(x), fptr(pk), bias, residual, act, yp, nullptr);
+  });
+  return y;
+}
+
+bool direct_should_use(py::handle x_shape, py::handle w_shape, py::handle stride,
+                       py::handle padding, py::handle act_obj) {
+  const char *op = "conv2d_direct_should_use";
+  const mte_conv2d_desc d = direct_desc(op, shape4(op, "x_shape", x_shape),
+                                        shape4(op, "w_shape", w_shape), stride, padding);
+  return mte_conv2d_direct_should_use(&d, as_activation(op, "act", act_obj)) != 0;
+}
+
 // The descriptor of a backward pass: input xs (N, C, H, W), weight ws (K, C/groups, kh, kw)
 // and grad_y, checked against each other; x_desc, w_desc and batch say where each size came
 // from, for the messages.
@@ -168,10 +252,6 @@ mte_conv2d_desc backward_desc(const char *op, const std::array<int64_t, 4> &xs,
   if (d.kernel_h < 1 || d.kernel_w < 1)
     throw py::value_error(std::string(op) + ": kernel size must be at least 1x1");
   return d;
-}
-
-std::array<int64_t, 4> shape_of(const py::array &a) {
-  return {a.shape(0), a.shape(1), a.shape(2), a.shape(3)};
 }
 
 py::array backward_input(py::handle gy_obj, py::handle w_obj, py::handle x_shape,
@@ -231,6 +311,23 @@ void mte_bind_conv(pybind11::module_ &m) {
         "w packed into the GEMM panels conv2d builds on every call (for the active ISA), to\n"
         "pass as conv2d(..., packed_w=...) while w is unchanged; None when conv2d packs\n"
         "nothing for this weight (depthwise-like convs with <= 4 outputs per group).");
+  m.def("conv2d_direct_pack", &direct_pack, py::arg("w"),
+        "conv2d_direct_pack(w) -> 1-D float32 array\n\n"
+        "w (K, C, kh, kw) packed for conv2d_direct (blocks of 64 output channels).");
+  m.def("conv2d_direct", &direct, py::arg("x"), py::arg("packed"), py::arg("w_shape"),
+        py::arg("bias") = py::none(), py::arg("stride") = 1, py::arg("padding") = 0,
+        py::arg("act") = py::none(), py::arg("residual") = py::none(),
+        py::arg("out") = py::none(),
+        "conv2d_direct(x, packed, w_shape, bias=None, stride=1, padding=0, act=None,\n"
+        "              residual=None, out=None)\n\n"
+        "act(conv2d(x, w) + bias + residual) with groups 1, dilation 1, act None/'relu'/\n"
+        "'relu6', from packed = conv2d_direct_pack(w): the direct convolution (lanes over\n"
+        "output channels, no im2col). Same result as conv2d to float32 rounding.");
+  m.def("conv2d_direct_should_use", &direct_should_use, py::arg("x_shape"), py::arg("w_shape"),
+        py::arg("stride") = 1, py::arg("padding") = 0, py::arg("act") = py::none(),
+        "conv2d_direct_should_use(x_shape, w_shape, stride=1, padding=0, act=None) -> bool\n\n"
+        "Whether conv2d_direct is expected to beat im2col + GEMM and Winograd here (the\n"
+        "measured rule of conv_direct.c, for the active ISA).");
   m.def("conv2d_backward_input", &backward_input, py::arg("grad_y"), py::arg("w"),
         py::arg("x_shape"), py::arg("stride") = 1, py::arg("padding") = 0,
         py::arg("dilation") = 1, py::arg("groups") = 1,

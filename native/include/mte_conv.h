@@ -88,6 +88,28 @@ MTE_API int mte_conv2d_forward_packed(const mte_conv2d_desc *d, const float *x, 
                                       const float *bias, int activation,
                                       const float *residual, float *y, mte_arena *arena);
 
+/*
+ * Direct KxK convolution for inference (conv_direct.c): groups 1, dilation 1, any stride
+ * and padding, act MTE_ACT_NONE, RELU or RELU6, an optional residual (shaped like y, added
+ * before the activation). The weights are packed once, into blocks of 64 output channels
+ * (the same layout on every ISA):
+ *
+ *     int64_t n = mte_conv2d_direct_packed_floats(K, C, kh, kw);    // -1: invalid sizes
+ *     mte_conv2d_direct_pack(K, C, kh, kw, w, packed);               // packed: n floats
+ *     mte_conv2d_direct_forward(&d, x, packed, bias, residual, act, y, NULL);
+ *
+ * mte_conv2d_direct_should_use says whether it is expected to beat the other routes
+ * (im2col + GEMM, Winograd) for this conv on the active ISA (the measured rule).
+ */
+MTE_API int64_t mte_conv2d_direct_packed_floats(int64_t K, int64_t C, int64_t kh, int64_t kw);
+MTE_API int mte_conv2d_direct_pack(int64_t K, int64_t C, int64_t kh, int64_t kw,
+                                   const float *w, float *packed);
+MTE_API int mte_conv2d_direct_forward(const mte_conv2d_desc *d, const float *x,
+                                      const float *packed, const float *bias,
+                                      const float *residual, int activation, float *y,
+                                      mte_arena *arena);
+MTE_API int mte_conv2d_direct_should_use(const mte_conv2d_desc *d, int activation);
+
 /* grad_x (batch, in_channels, in_h, in_w) = the adjoint of x -> conv(x, w) applied to
  * grad_y (batch, out_channels, out_h, out_w). grad_x is overwritten (not accumulated). */
 MTE_API int mte_conv2d_backward_input(const mte_conv2d_desc *d, const float *grad_y,

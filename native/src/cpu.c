@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "mte_conv_internal.h"
+#include "mte_convdirect_internal.h"
 #include "mte_depthwise_internal.h"
 #include "mte_epilogue.h"
 #include "mte_internal.h"
@@ -174,7 +175,8 @@ static const mte_isa k_isas[] = {
      .rowwise = &mte_rowwise_kernel_avx512,
      .attention = &mte_attention_kernel_avx512,
      .qgemm = &mte_qgemm_kernel_avx512vnni,
-     .qdepthwise = &mte_qdw_kernel_avx512},
+     .qdepthwise = &mte_qdw_kernel_avx512,
+     .convdirect = &mte_convdir_kernel_avx512},
     {.name = "avx512",
      .needs = MTE_CPU_AVX512F | MTE_CPU_AVX512BW | MTE_CPU_AVX512DQ | MTE_CPU_AVX512VL |
               MTE_CPU_FMA | MTE_CPU_AVX2,
@@ -188,7 +190,8 @@ static const mte_isa k_isas[] = {
      .rowwise = &mte_rowwise_kernel_avx512,
      .attention = &mte_attention_kernel_avx512,
      .qgemm = &mte_qgemm_kernel_avx512,
-     .qdepthwise = &mte_qdw_kernel_avx512},
+     .qdepthwise = &mte_qdw_kernel_avx512,
+     .convdirect = &mte_convdir_kernel_avx512},
     {.name = "avx2",
      .needs = MTE_CPU_AVX2 | MTE_CPU_FMA,
      .sgemm = &mte_sgemm_kernel_avx2,
@@ -225,7 +228,8 @@ static const mte_isa k_isas[] = {
      .rowwise = &mte_rowwise_kernel_generic,
      .attention = &mte_attention_kernel_generic,
      .qgemm = &mte_qgemm_kernel_generic,
-     .qdepthwise = &mte_qdw_kernel_generic},
+     .qdepthwise = &mte_qdw_kernel_generic,
+     .convdirect = &mte_convdir_kernel_generic},
 };
 #define N_ISAS ((int)(sizeof k_isas / sizeof k_isas[0]))
 #define GENERIC (N_ISAS - 1)

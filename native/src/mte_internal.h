@@ -182,7 +182,8 @@ static inline void mte__ukernel_edge(const struct mte_sgemm_kernel *k, int64_t k
   X(rowwise, mte_rowwise_kernel)     \
   X(attention, mte_attention_kernel) \
   X(qgemm, mte_qgemm_kernel)         \
-  X(qdepthwise, mte_qdw_kernel)
+  X(qdepthwise, mte_qdw_kernel)      \
+  X(convdirect, mte_convdir_kernel)
 
 #define MTE_ISA_COLUMN(column, type) const struct type *column;
 typedef struct mte_isa {

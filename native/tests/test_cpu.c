@@ -11,6 +11,7 @@
 
 #include "mte.h"
 #include "mte_conv_internal.h"
+#include "mte_convdirect_internal.h"
 #include "mte_depthwise_internal.h"
 #include "mte_internal.h"
 #include "mte_pool_internal.h"
@@ -70,8 +71,11 @@ static void check_row(const char *isa) {
   CHECK(f == mte_family_count(), "%d families, count %d", f, mte_family_count());
   CHECK(strcmp(r->sgemm->isa, base_of(isa)) == 0, "%s has its own sgemm microkernel", isa);
 #if defined(__x86_64__)
-  /* the x86 rows specialise every family; each has its own int8 GEMM microkernel */
-  CHECK(own == f, "%s specialises %d of %d families", isa, own, f);
+  /* the x86 rows specialise every family, but avx2 the direct conv (its rule picks it only
+   * where an ISA has its own tile: AVX-512; the generic tile serves the tests elsewhere);
+   * each has its own int8 GEMM microkernel */
+  const int expected = strcmp(isa, "avx2") == 0 ? f - 1 : f;
+  CHECK(own == expected, "%s specialises %d of %d families", isa, own, f);
   CHECK(strcmp(r->qgemm->isa, isa) == 0, "%s has its own int8 GEMM microkernel", isa);
 #else
   (void)own;
