@@ -55,7 +55,8 @@ _ENV = {"MALLOC_MMAP_THRESHOLD_": "1000000000", "MALLOC_TRIM_THRESHOLD_": "10000
 _DEFAULT_THREADS = [1, 2]
 
 
-def _reexec_if_needed(argv):
+def _reexec_if_needed(argv, script=None):
+    """Run `script` (default: this file) again with _ENV set, once (see the docstring)."""
     if "--no-reexec" in argv or os.environ.get("_MTE_BENCH_REEXEC") == "1":
         return
     env = dict(os.environ, _MTE_BENCH_REEXEC="1")
@@ -70,7 +71,7 @@ def _reexec_if_needed(argv):
             counts.append(int(a))
     if counts and "OPENBLAS_NUM_THREADS" not in os.environ:
         env["OPENBLAS_NUM_THREADS"] = str(max(counts))
-    os.execve(sys.executable, [sys.executable, os.path.abspath(__file__)] + argv, env)
+    os.execve(sys.executable, [sys.executable, os.path.abspath(script or __file__)] + argv, env)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ sys.path.insert(0, _HERE)
 import models as bench_models  # noqa: E402  (bench/models.py: re-exec, twins, ONNX, timing)
 
 if __name__ == "__main__":
-    bench_models._reexec_if_needed(sys.argv[1:])
+    bench_models._reexec_if_needed(sys.argv[1:], __file__)
 
 import numpy as np  # noqa: E402
 

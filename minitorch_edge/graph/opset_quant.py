@@ -275,32 +275,40 @@ def _qgap_shape(attrs, ins):
     return [(ins[0].shape[:2] + (1, 1), "int8")]
 
 
-def _qgap_args(attrs, values, constants):
-    """A global average pool as a depthwise convolution whose H x W weights are all 1 and
-    whose per-channel factor is Xs / (H W Ys): one sum in int32 and one requantisation, so the
-    mean keeps the full resolution of its own (narrower) output range."""
-    _, c, h, w = values[0].shape
-    xs, xz, ys, yz = constants[1:5]
+def _qgap_params(x_shape, xs, xz, ys, yz):
+    """(multiplier, shift, Xz, Yz) of a global average pool: the per-channel factor
+    Xs / (H W Ys) of the int32 sum (one rounding, so the mean keeps the full resolution of
+    its own, narrower, output range)."""
+    c, h, w = x_shape[1:]
     mult, shift = requant_multipliers(scale_of(xs), 1.0 / (h * w), scale_of(ys), c)
-    ones = np.ones((c, 1, h, w), np.int8)
-    return (zero_point(xz), ones, None, mult, shift, zero_point(yz), -128, 127,
-            (1, 1), (0, 0, 0, 0), (1, 1), c)
+    return mult.astype(np.int64), shift.astype(np.int64), zero_point(xz), zero_point(yz)
+
+
+def _qgap(x, params, out=None):
+    """clamp(mbqm(sum over H, W of (x - Xz)) + Yz): TFLite's MEAN, in integers."""
+    from ..backend.numpy_int8 import _requantize
+    mult, shift, xz, yz = params
+    n, c = x.shape[:2]
+    acc = x.reshape(n, c, -1).sum(-1, dtype=np.int64) - np.int64(xz) * (x.size // (n * c))
+    y = _requantize(acc, mult, shift, yz, -128, 127).reshape(n, c, 1, 1)
+    if out is None:
+        return y
+    out[...] = y
+    return out
 
 
 def _qgap_prepare(attrs, values, constants):
     if any(c is None for c in constants[1:5]):
         return None
-    args = _qgap_args(attrs, values, constants)
-    return lambda x, *rest, out=None: backend.qconv2d(x, *args, out=out)
+    params = _qgap_params(values[0].shape, *constants[1:5])
+    return lambda x, *rest, out=None: _qgap(x, params, out)
 
 
 @op("mte.QLinearGlobalAveragePool", _qgap_shape, writes_out=True, prepare=_qgap_prepare)
 def qlinear_global_average_pool(attrs, x, xs, xz, ys, yz, out=None):
     """y = clamp(requant(sum over H, W of (x - Xz)) + Yz): the mean over all positions in
-    int8 with its own parameters Ys, Yz (computed as a depthwise conv of ones)."""
-    class _V:
-        shape = x.shape
-    return backend.qconv2d(x, *_qgap_args(attrs, [_V], [x, xs, xz, ys, yz]), out=out)
+    int8 with its own parameters Ys, Yz (one int32 sum a channel, one requantisation)."""
+    return _qgap(x, _qgap_params(x.shape, xs, xz, ys, yz), out)
 
 
 def _qavg_shape(attrs, ins):
