@@ -39,7 +39,9 @@ __all__ = [
     "qadd",
     "qavg_pool2d",
     "qconv2d",
+    "qconv2d_prepare",
     "qlinear",
+    "qlinear_prepare",
     "qmax_pool2d",
     "quantize",
     "requantize",
@@ -95,6 +97,50 @@ def qconv2d(x, x_zero_point, w, bias, multiplier, shift, y_zero_point, act_min, 
     return _C.qconv2d(x, x_zero_point, w, bias, multiplier, shift, y_zero_point, act_min,
                       act_max, tuple(stride), tuple(padding), tuple(dilation), int(groups),
                       plan=plan, out=out)
+
+
+def qconv2d_prepare(x_shape, x_zero_point, w, bias, multiplier, shift, y_zero_point, act_min,
+                    act_max, stride, padding, dilation, groups):
+    """numpy_int8.qconv2d_prepare: the weights packed once and the kernel bound with every
+    argument but x, as run(x, out=None) -> _C.qconv2d (a graph executor's conv step: none of
+    qconv2d's per-call checks and cache lookups in Python)."""
+    args = (x_zero_point, w, bias, multiplier, shift, y_zero_point, act_min, act_max, stride,
+            padding, dilation, groups)
+    if not (_is(w, _I8) and _channels_ok(bias, multiplier, shift) and _ints(stride, 2)
+            and _ints(padding, 4) and _ints(dilation, 2) and w.ndim == 4 and w.size > 0
+            and isinstance(groups, (int, np.integer)) and not isinstance(groups, bool)
+            and groups >= 1 and w.shape[0] % groups == 0 and len(x_shape) == 4
+            and w.shape[1] * w.shape[2] * w.shape[3] <= _ref.MAX_REDUCTION):
+        return _ref.qconv2d_prepare(x_shape, *args)
+    w, bias, multiplier, shift = _c(w), _c(bias), _c(multiplier), _c(shift)
+    plan = _C.qconv2d_prepare(w, int(groups))
+    geom = (tuple(stride), tuple(padding), tuple(dilation), int(groups))
+
+    def run(x, out=None):
+        if not (_is(x, _I8) and _out_ok(out, _I8)):
+            return _ref.qconv2d(x, *args, out=out)
+        return _C.qconv2d(_c(x), x_zero_point, w, bias, multiplier, shift, y_zero_point,
+                          act_min, act_max, *geom, plan=plan, out=out)
+    return run
+
+
+def qlinear_prepare(x_shape, x_zero_point, w, bias, multiplier, shift, y_zero_point, act_min,
+                    act_max):
+    """numpy_int8.qlinear_prepare: w packed once, run(x, out=None) -> _C.qlinear."""
+    args = (x_zero_point, w, bias, multiplier, shift, y_zero_point, act_min, act_max)
+    if not (_is(w, _I8) and _channels_ok(bias, multiplier, shift) and w.ndim == 2
+            and w.size > 0 and len(x_shape) == 2 and x_shape[1] == w.shape[1]
+            and w.shape[1] <= _ref.MAX_REDUCTION):
+        return _ref.qlinear_prepare(x_shape, *args)
+    w, bias, multiplier, shift = _c(w), _c(bias), _c(multiplier), _c(shift)
+    plan = _C.qlinear_prepare(w)
+
+    def run(x, out=None):
+        if not (_is(x, _I8) and _out_ok(out, _I8) and x.ndim == 2):
+            return _ref.qlinear(x, *args, out=out)
+        return _C.qlinear(_c(x), x_zero_point, w, bias, multiplier, shift, y_zero_point,
+                          act_min, act_max, plan=plan, out=out)
+    return run
 
 
 def qlinear(x, x_zero_point, w, bias, multiplier, shift, y_zero_point, act_min, act_max,

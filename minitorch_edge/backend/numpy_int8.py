@@ -53,7 +53,7 @@ import numpy as np
 from .epilogue import check_out, result_into
 
 __all__ = ["INT32_MAX", "INT32_MIN", "MAX_REDUCTION", "add_multipliers", "dequantize", "mbqm",
-           "qadd", "qavg_pool2d", "qconv2d", "qlinear", "qmax_pool2d", "quantize",
+           "qadd", "qavg_pool2d", "qconv2d", "qconv2d_prepare", "qlinear", "qlinear_prepare", "qmax_pool2d", "quantize",
            "quantize_multiplier", "rdbpot", "requantize", "round_half_away", "srdhm"]
 
 INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
@@ -400,6 +400,26 @@ def qconv2d(x, x_zero_point, w, bias, multiplier, shift, y_zero_point, act_min, 
     y = _requantize(acc, multiplier[:, None, None], shift[:, None, None], y_zero_point,
                     act_min, act_max)
     return result_into(op, np.ascontiguousarray(y), out, (x,))
+
+
+def qconv2d_prepare(x_shape, x_zero_point, w, bias, multiplier, shift, y_zero_point, act_min,
+                    act_max, stride, padding, dilation, groups):
+    """An inference qconv2d for inputs of shape `x_shape` with these constant weights and
+    parameters, decided once: returns run(x, out=None) = qconv2d(x, ...). Here it only binds
+    the arguments; the native twin also packs the weights and binds the kernel once."""
+    def run(x, out=None):
+        return qconv2d(x, x_zero_point, w, bias, multiplier, shift, y_zero_point, act_min,
+                       act_max, stride, padding, dilation, groups, out=out)
+    return run
+
+
+def qlinear_prepare(x_shape, x_zero_point, w, bias, multiplier, shift, y_zero_point, act_min,
+                    act_max):
+    """qlinear with everything but x bound once: run(x, out=None) (see qconv2d_prepare)."""
+    def run(x, out=None):
+        return qlinear(x, x_zero_point, w, bias, multiplier, shift, y_zero_point, act_min,
+                       act_max, out=out)
+    return run
 
 
 def qlinear(x, x_zero_point, w, bias, multiplier, shift, y_zero_point, act_min, act_max,

@@ -179,8 +179,8 @@ def _qconv_prepare(attrs, values, constants):
     if any(c is None for c in constants[1:8]) or (len(values) > 8 and values[8] is not None
                                                    and constants[8] is None):
         return None
-    args = _qconv_args(attrs, values, constants)
-    return lambda x, *rest, out=None: backend.qconv2d(x, *args, out=out)
+    run = backend.qconv2d_prepare(values[0].shape, *_qconv_args(attrs, values, constants))
+    return lambda x, *rest, out=None: run(x, out)
 
 
 @op("mte.QLinearConv", _qconv_shape, writes_out=True, prepare=_qconv_prepare)
@@ -213,8 +213,8 @@ def _qgemm_prepare(attrs, values, constants):
     if any(c is None for c in constants[1:8]) or (len(values) > 8 and values[8] is not None
                                                    and constants[8] is None):
         return None
-    args = _qgemm_args(attrs, constants)
-    return lambda a, *rest, out=None: backend.qlinear(a, *args, out=out)
+    run = backend.qlinear_prepare(values[0].shape, *_qgemm_args(attrs, constants))
+    return lambda a, *rest, out=None: run(a, out)
 
 
 @op("mte.QLinearGemm", _qgemm_shape, writes_out=True, prepare=_qgemm_prepare)
