@@ -6,12 +6,10 @@
 * The C op table is Python's (opset.names()).
 * A damaged file is refused with a message.
 
-The files are written by graph/modelfile.py when it exists, else by `_write_mte` below (the
-format of native/runtime/README.md). The shared library is built with `make -C native
-runtime` when missing; without a C compiler the test is skipped.
+The files are written by graph/modelfile.py (Graph.save). The shared library is built with
+`make -C native runtime` when missing; without a C compiler the test is skipped.
 """
 import ctypes
-import json
 import os
 import shutil
 import subprocess
@@ -56,50 +54,8 @@ def lib():
     return _library()
 
 
-def _attr(v):
-    if isinstance(v, (np.integer, np.bool_)):
-        return v.item()
-    if isinstance(v, (np.floating, float)):
-        return float(v)
-    if isinstance(v, (list, tuple, np.ndarray)):
-        return [_attr(x) for x in (v.tolist() if isinstance(v, np.ndarray) else v)]
-    return v
-
-
-def _write_mte(g, path):
-    """A minimal writer of the .mte format (native/runtime/README.md)."""
-    doc = {"version": 1, "name": g.name, "inputs": list(g.inputs), "outputs": list(g.outputs),
-           "values": [[v.name, list(v.shape), v.dtype] for v in g.values.values()],
-           "nodes": [{"op": n.op, "name": n.name, "inputs": list(n.inputs),
-                      "outputs": list(n.outputs), "attrs": {k: _attr(a) for k, a in n.attrs.items()}}
-                     for n in g.nodes]}
-    header = {"__metadata__": {"minitorch_edge.format_version": "1", "minitorch_edge.kind": "graph",
-                               "minitorch_edge.graph": json.dumps(doc)}}
-    arrays = sorted(g.constants.items(), key=lambda kv: (-kv[1].dtype.itemsize, kv[0]))
-    offset = 0
-    for name, a in arrays:
-        header[name] = {"dtype": CODES[a.dtype.name], "shape": list(a.shape),
-                        "data_offsets": [offset, offset + a.nbytes]}
-        offset += a.nbytes
-    raw = json.dumps(header).encode()
-    raw += b" " * (-len(raw) % 8)
-    with open(path, "wb") as f:
-        f.write(len(raw).to_bytes(8, "little"))
-        f.write(raw)
-        for _, a in arrays:
-            f.write(np.ascontiguousarray(a).astype(a.dtype.newbyteorder("<")).tobytes())
-
-
 def _save(g, path):
-    try:
-        from minitorch_edge.graph import modelfile
-    except ImportError:
-        modelfile = None
-    saver = getattr(modelfile, "save", None)
-    if saver is not None:
-        saver(g, path)
-    else:
-        _write_mte(g, path)
+    g.save(path)          # graph/modelfile.py: the format native/runtime/README.md reads
 
 
 def _load(lib, path):
