@@ -11,7 +11,8 @@
  * Dispatch: the ISA table lists the ISAs compiled into this build, best first, each row
  * naming that ISA's descriptor of every kernel family (sgemm, epilogue, im2col,
  * depthwise3x3, pool, winograd, ..., qgemm, qdepthwise; see mte_internal.h). A row may
- * reuse another ISA's descriptors (avx512vnni runs the avx512 float kernels). We take the first row the CPU supports,
+ * reuse another ISA's descriptors (avx512vnni runs the avx512 float kernels, neondot the neon
+ * ones). We take the first row the CPU supports,
  * at or below the cap given by MTE_ISA (see mte.h), and keep a pointer to it: every kernel
  * reads its family's column from that one row, so switching the ISA switches them all.
  */
@@ -207,13 +208,25 @@ static const mte_isa k_isas[] = {
      .qdepthwise = &mte_qdw_kernel_avx2},
 #endif
 #ifdef MTE_HAVE_NEON_KERNELS
+    /* neon plus the dot product (SDOT): its own int8 GEMM, every other column the neon one */
+    {.name = "neondot",
+     .needs = MTE_CPU_NEON | MTE_CPU_ARM_DOTPROD,
+     .sgemm = &mte_sgemm_kernel_neon,
+     .depthwise3x3 = &mte_dw3x3_kernel_neon,
+     .depthwise = &mte_dw_kernel_neon,
+     .pool = &mte_pool_kernel_neon,
+     .winograd = &mte_wino_kernels_neon,
+     .qgemm = &mte_qgemm_kernel_neondot,
+     .qdepthwise = &mte_qdw_kernel_neon},
     {.name = "neon", /* epilogue, im2col, rowwise, attention: generic C is NEON code already */
      .needs = MTE_CPU_NEON,
      .sgemm = &mte_sgemm_kernel_neon,
      .depthwise3x3 = &mte_dw3x3_kernel_neon,
      .depthwise = &mte_dw_kernel_neon,
      .pool = &mte_pool_kernel_neon,
-     .winograd = &mte_wino_kernels_neon},
+     .winograd = &mte_wino_kernels_neon,
+     .qgemm = &mte_qgemm_kernel_neon,
+     .qdepthwise = &mte_qdw_kernel_neon},
 #endif
     /* closes every list: complete, always supported, the fallback of every column */
     {.name = "generic",

@@ -155,5 +155,9 @@ extern const mte_qgemm_kernel mte_qgemm_kernel_avx2, mte_qgemm_kernel_avx512,
     mte_qgemm_kernel_avx512vnni;
 extern const mte_qdw_kernel mte_qdw_kernel_avx2, mte_qdw_kernel_avx512;
 #endif
+#ifdef MTE_HAVE_NEON_KERNELS
+extern const mte_qgemm_kernel mte_qgemm_kernel_neon, mte_qgemm_kernel_neondot;
+extern const mte_qdw_kernel mte_qdw_kernel_neon;
+#endif
 
 #endif /* MTE_QUANT_INTERNAL_H */

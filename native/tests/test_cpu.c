@@ -77,6 +77,13 @@ static void check_row(const char *isa) {
   const int expected = strcmp(isa, "avx2") == 0 ? f - 1 : f;
   CHECK(own == expected, "%s specialises %d of %d families", isa, own, f);
   CHECK(strcmp(r->qgemm->isa, isa) == 0, "%s has its own int8 GEMM microkernel", isa);
+#elif defined(__aarch64__)
+  /* neon (SMULL/SADALP) and neondot (SDOT) each have their own int8 GEMM microkernel and
+   * share neon's int8 depthwise */
+  (void)own;
+  CHECK(strcmp(r->qgemm->isa, isa) == 0, "%s has its own int8 GEMM microkernel", isa);
+  CHECK(strcmp(r->qdepthwise->isa, base_of(isa)) == 0, "%s: int8 depthwise is %s's", isa,
+        base_of(isa));
 #else
   (void)own;
 #endif
@@ -153,6 +160,10 @@ int main(int argc, char **argv) {
 #if defined(__aarch64__)
   CHECK(f & MTE_CPU_NEON, "aarch64 always has NEON");
   CHECK(mte_isa_available("neon"), "neon kernel on aarch64");
+  CHECK(mte_isa_available("neondot") == !!(f & MTE_CPU_ARM_DOTPROD),
+        "neondot available iff the CPU has the dot product");
+  CHECK(strncmp(mte_compiled_isas(), "neondot neon ", 13) == 0, "neondot above neon: %s",
+        mte_compiled_isas());
 #endif
 
   /* the active ISA (without MTE_ISA) is the best available */

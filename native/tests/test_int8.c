@@ -3,7 +3,8 @@
  * byte for byte, on every ISA this machine runs:
  *
  *   fixed point   srdhm / rdbpot / mbqm of the library (mte_quant_internal.h) against an
- *                 int64 formulation on edge values and every shift
+ *                 int64 formulation on edge values and every shift; on aarch64 the NEON
+ *                 requantization (mte_qrequant_neon.h) against the scalar one, lane by lane
  *   qconv2d       random shapes: tile edges (O, pixels and K around MR / NR / 4), groups,
  *                 strides, dilation, asymmetric padding, 1x1, depthwise 3x3 (stride 1/2,
  *                 pad 0/1), zero points, shifts -31..30, huge biases (saturation), clamps
@@ -20,6 +21,9 @@
 #include "mte.h"
 #include "mte_quant_internal.h"
 #include "mte_test.h"
+#if defined(__aarch64__)
+#include "mte_qrequant_neon.h"
+#endif
 
 #define SENTINEL 0x5A
 static int g_quick = 0;
@@ -108,6 +112,44 @@ static void test_fixed_point(void) {
             mte_quantize_multiplier(NAN, &m, &e) == MTE_EINVAL,
         "invalid reals");
 }
+
+#if defined(__aarch64__)
+/* mte__requant_neon == mte__requant on 4 lanes: edge accumulators (INT32_MIN, ties), every
+ * shift -31..30, biases that saturate, zero points and clamps, then random ones */
+static void test_requant_neon(void) {
+  static const int32_t xs[] = {0, 1, -1, 2, -2, 3, -3, 7, -7, 100, -100, 12345, -12345,
+                               (1 << 30), -(1 << 30), INT32_MAX, INT32_MIN, INT32_MAX - 1,
+                               INT32_MIN + 1, 0x40000001, -0x40000001, -(1 << 20), 1 << 20};
+  static const int32_t ms[] = {0, 1, 1 << 30, (1 << 30) + 1, INT32_MAX, 0x5A5A5A5A, 1234567};
+  static const int32_t bs[] = {0, 1, -1, INT32_MAX, INT32_MIN, 1 << 30, -(1 << 30)};
+  const int nx = (int)(sizeof xs / sizeof *xs);
+  int bad = 0, cases = 0;
+  for (int t = 0; t < 60000 + 4 * 7 * 7 * 62; ++t) {
+    int32_t x[4], m, bias, zp = 0, lo = -128, hi = 127, comp = 0;
+    int shift;
+    if (t < 4 * 7 * 7 * 62) { /* every (x quad, m, bias, shift) of the tables */
+      const int q = t % 4, j = t / 4 % 7, b = t / 28 % 7;
+      shift = t / 196 - 31;
+      for (int l = 0; l < 4; ++l) x[l] = xs[(q * 4 + l) % nx] + (q == 3 ? l : 0);
+      m = ms[j], bias = bs[b];
+    } else {
+      for (int l = 0; l < 4; ++l) {
+        x[l] = (int32_t)mte_test_next();
+        if (mte_test_pick(2)) x[l] >>= rnd(0, 31);
+      }
+      m = (int32_t)(mte_test_next() & 0x7fffffff), shift = rnd(-31, 30);
+      bias = mte_test_pick(4) ? (int32_t)mte_test_next() >> rnd(0, 31) : 0;
+      comp = mte_test_pick(2) ? (int32_t)mte_test_next() >> rnd(8, 31) : 0;
+      zp = rnd(-128, 127), lo = rnd(-128, 127), hi = rnd(lo, 127);
+    }
+    const mte_qchan c = mte__qchan(bias, m, shift, comp);
+    int32_t got[4];
+    vst1q_s32(got, mte__requant_neon(vld1q_s32(x), &c, zp, lo, hi));
+    for (int l = 0; l < 4; ++l, ++cases) bad += got[l] != mte__requant(x[l], &c, zp, lo, hi);
+  }
+  CHECK(bad == 0, "NEON requantization differs in %d of %d cases", bad, cases);
+}
+#endif
 
 /* ---------------------------------------------------------------- convolution */
 
@@ -242,6 +284,9 @@ static void test_conv(const char *isa) {
 int main(int argc, char **argv) {
   g_quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
   test_fixed_point();
+#if defined(__aarch64__)
+  test_requant_neon();
+#endif
   char list[256];
   snprintf(list, sizeof list, "%s", mte_compiled_isas());
   for (char *isa = strtok(list, " "); isa; isa = strtok(NULL, " ")) {
