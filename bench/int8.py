@@ -8,7 +8,7 @@ Rows (the shapes of bench/kernels.py):
   picks), ratio = float ms / int8 ms, and the int8 GEMM's GOPS against the peak of the
   active ISA's int8 microkernel step (_C.peak_gops_int8: VPDPBUSD chains on VNNI);
 * depthwise 3x3: backend.qconv2d (the qdepthwise kernels) against backend.conv2d's depthwise
-  kernels.
+  kernels, on kernels.py's three shapes and MobileNetV2's (MNV2_DW: C at 112..7, s 1 and 2).
 Medians of many timed calls (bench/kernels.py's median_ms).
 """
 import argparse
@@ -27,10 +27,16 @@ from minitorch_edge import _C, backend
 from minitorch_edge.backend import numpy_int8
 
 
+# MobileNetV2's depthwise 3x3 layers (pad 1): C, H, stride
+MNV2_DW = [(96, 112, 2), (144, 56, 1), (144, 56, 2), (192, 28, 1), (192, 28, 2), (384, 14, 1),
+           (576, 14, 1), (576, 14, 2), (960, 7, 1)]
+
+
 def case_rows(repeats):
     rng = np.random.default_rng(0)
     rows = []
-    for name, n, c, k, h, ks, s, g in CONV_CASES:
+    cases = CONV_CASES + [(f"mnv2 dw C={c} {h}^2 s{s}", 1, c, c, h, 3, s, c) for c, h, s in MNV2_DW]
+    for name, n, c, k, h, ks, s, g in cases:
         p = ks // 2
         x = rng.standard_normal((n, c, h, h)).astype(np.float32)
         w = (rng.standard_normal((k, c // g, ks, ks)) * 0.1).astype(np.float32)

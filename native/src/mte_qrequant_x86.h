@@ -4,6 +4,7 @@
  * x86 qgemm / qdepthwise files, compiled with their ISA flags.
  *
  *   saturating left shift   compare against INT32_MAX >> left / INT32_MIN >> left, blend
+ *                           (skipped when left == 0, the usual case: multipliers < 1)
  *   srdhm(x, m)             32x32 -> 64 products of the even and the odd lanes (PMULDQ);
  *                           (ab + 2^30) >> 31 equals C's truncating (ab + nudge) / 2^31 for
  *                           both signs of ab (for ab < 0: trunc((ab + 1 - 2^30) / 2^31) =
@@ -28,11 +29,13 @@ static inline __m512i mte__requant512(__m512i acc, const mte_qchan *c, int32_t z
                                         _mm512_set1_epi32(c->bhi)),
                        _mm512_set1_epi32(c->bias));
   const __m128i left = _mm_cvtsi32_si128(c->left), right = _mm_cvtsi32_si128(c->right);
-  const __mmask16 over = _mm512_cmpgt_epi32_mask(x, _mm512_set1_epi32(INT32_MAX >> c->left));
-  const __mmask16 under = _mm512_cmplt_epi32_mask(x, _mm512_set1_epi32(INT32_MIN >> c->left));
-  x = _mm512_sll_epi32(x, left);
-  x = _mm512_mask_mov_epi32(x, over, _mm512_set1_epi32(INT32_MAX));
-  x = _mm512_mask_mov_epi32(x, under, _mm512_set1_epi32(INT32_MIN));
+  if (c->left) { /* multipliers >= 1 only: the usual left == 0 skips 5 ops */
+    const __mmask16 over = _mm512_cmpgt_epi32_mask(x, _mm512_set1_epi32(INT32_MAX >> c->left));
+    const __mmask16 under = _mm512_cmplt_epi32_mask(x, _mm512_set1_epi32(INT32_MIN >> c->left));
+    x = _mm512_sll_epi32(x, left);
+    x = _mm512_mask_mov_epi32(x, over, _mm512_set1_epi32(INT32_MAX));
+    x = _mm512_mask_mov_epi32(x, under, _mm512_set1_epi32(INT32_MIN));
+  }
   const __m512i m = _mm512_set1_epi64(c->mult), nudge = _mm512_set1_epi64(1ll << 30);
   __m512i even = _mm512_add_epi64(_mm512_mul_epi32(x, m), nudge);
   __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), m), nudge);
@@ -55,11 +58,13 @@ static inline __m256i mte__requant256(__m256i acc, const mte_qchan *c, int32_t z
                                         _mm256_set1_epi32(c->bhi)),
                        _mm256_set1_epi32(c->bias));
   const __m128i left = _mm_cvtsi32_si128(c->left), right = _mm_cvtsi32_si128(c->right);
-  const __m256i over = _mm256_cmpgt_epi32(x, _mm256_set1_epi32(INT32_MAX >> c->left));
-  const __m256i under = _mm256_cmpgt_epi32(_mm256_set1_epi32(INT32_MIN >> c->left), x);
-  x = _mm256_sll_epi32(x, left);
-  x = _mm256_blendv_epi8(x, _mm256_set1_epi32(INT32_MAX), over);
-  x = _mm256_blendv_epi8(x, _mm256_set1_epi32(INT32_MIN), under);
+  if (c->left) {
+    const __m256i over = _mm256_cmpgt_epi32(x, _mm256_set1_epi32(INT32_MAX >> c->left));
+    const __m256i under = _mm256_cmpgt_epi32(_mm256_set1_epi32(INT32_MIN >> c->left), x);
+    x = _mm256_sll_epi32(x, left);
+    x = _mm256_blendv_epi8(x, _mm256_set1_epi32(INT32_MAX), over);
+    x = _mm256_blendv_epi8(x, _mm256_set1_epi32(INT32_MIN), under);
+  }
   const __m256i m = _mm256_set1_epi64x(c->mult), nudge = _mm256_set1_epi64x(1ll << 30);
   __m256i even = _mm256_add_epi64(_mm256_mul_epi32(x, m), nudge);
   __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), m), nudge);

@@ -13,10 +13,13 @@
  * x + 128, unsigned) when the kernel's x_offset is 128 (VNNI: u8 x s8); the driver folds
  * -(x_zp + x_offset) * sum_k w[o, k] into chan[o].comp, so every kernel computes the same.
  *
- * The "qdepthwise" family computes one output row of a 3x3 depthwise convolution from
- * three "pair rows": int16 pairs q[2s], q[2s+1] = (x - x_zp) at the two columns taps j = 0, 1
- * read for output s (zero in the padding), so taps (0, 1) are one int16 pair multiply-add
- * (PMADDWD / SMLAL) and tap 2 is the pair `off` positions on with weights (w2, 0).
+ * The "qdepthwise" family computes one plane of a 3x3 depthwise convolution as one flat
+ * row: the padded plane is widened once to int16 (x - x_zp, so the padding is 0), with its
+ * rows in sh phases (row r*sh + i is row r of phase i % sh, shifted i / sh rows), so output
+ * g = r * pitch + c of the flat row reads, for tap (i, j), element off[i] + sw * g + j: a
+ * fixed offset per tap, nothing per output row. Pairs of int16 (j = 0, 1) are one pair
+ * multiply-add (PMADDWD / SMLAL), tap 2 another with weights (w2, 0) or (0, w2). The flat
+ * outputs past column Wo are computed and dropped by the driver's row copy.
  */
 #ifndef MTE_QUANT_INTERNAL_H
 #define MTE_QUANT_INTERNAL_H
@@ -132,20 +135,42 @@ static inline void mte__qtile_store_scalar(const mte_qtile *t, const int32_t *ac
 
 /* ---------------------------------------------------------------- qdepthwise family */
 
-typedef struct mte_qdw_row {
-  const int16_t *q[3]; /* the pair rows of input rows r*sh + 0, 1, 2 */
-  int off;             /* pairs between tap 0 and tap 2: 2 (stride 1) or 1 (stride 2) */
-  int64_t wo;          /* outputs; q is readable (zeros) up to round_up(wo, 16) + off pairs */
-  int32_t w01[3];      /* (w[i][0], w[i][1]) as int16 pairs */
-  int32_t w2[3];       /* (w[i][2], 0) */
+/* One plane: widen x into p, compute the n flat outputs into line, copy the Wo real
+ * columns of each of the Ho rows (pitch apart in line) to y. */
+typedef struct mte_qdw_plane {
+  const int8_t *x;  /* the input plane, H x W */
+  int64_t H, W, pt, pl, sh;
+  int64_t hq, pe;   /* padded rows per row phase; int16 per padded row */
+  int32_t x_zp;
+  int16_t *p;       /* the widened plane; its padding is zero, widening writes the rest */
+  int64_t off[3];   /* element of tap (i, 0) for output 0 */
+  int sw;           /* 1 or 2 */
+  int64_t n;        /* flat outputs */
+  int16_t w[9];     /* the taps, row-major */
   const mte_qchan *chan;
   int32_t zp, lo, hi;
-  int8_t *y;
-} mte_qdw_row;
+  int8_t *line;     /* n flat outputs; writable up to round_up(n, 64) */
+  int64_t Ho, Wo, pitch;
+  int8_t *y;        /* Ho x Wo */
+} mte_qdw_plane;
+
+/* where input row h goes in the widened plane (NULL: no output reads it), and the
+ * columns of it that are read */
+static inline int16_t *mte__qdw_dst_row(const mte_qdw_plane *a, int64_t h) {
+  const int64_t rho = h + a->pt;
+  if (rho >= a->sh * a->hq) return NULL;
+  return a->p + ((rho % a->sh) * a->hq + rho / a->sh) * a->pe + a->pl;
+}
+static inline int64_t mte__qdw_cols(const mte_qdw_plane *a) {
+  return a->W < a->pe - a->pl ? a->W : a->pe - a->pl;
+}
+
+/* int16 zeros the plane has past its last tap of output n - 1 (vector over-reach) */
+#define MTE_QDW_TAIL 160
 
 typedef struct mte_qdw_kernel {
   const char *isa;
-  void (*row)(const mte_qdw_row *r);
+  void (*plane)(const mte_qdw_plane *p);
 } mte_qdw_kernel;
 
 extern const mte_qgemm_kernel mte_qgemm_kernel_generic;

@@ -59,14 +59,15 @@ int mte_qconv2d_run(const mte_qconv2d_plan *p, const mte_conv2d_desc *d, const i
   const mte_qgemm_kernel *k = p->k;
   const int64_t padded = g.G * p->panels * k->mr;
   const int dw = p->w3x3 && mte__qdepthwise3x3_applies(&g);
-  mte_qchan *chan = (mte_qchan *)malloc((size_t)padded * sizeof(mte_qchan));
+  mte_qchan *chan = (mte_qchan *)malloc((size_t)(dw ? g.K : padded) * sizeof(mte_qchan));
   if (!chan) return MTE_ENOMEM;
-  /* the channels of each group, padded to its panels */
-  for (int64_t gi = 0; gi < g.G; ++gi) {
+  /* the channels of each group, padded to its panels (depthwise: one per channel) */
+  if (dw) mte__qchan_fill(chan, g.K, g.K, NULL, 0, bias, rq);
+  for (int64_t gi = 0; gi < (dw ? 0 : g.G); ++gi) {
     mte_requant sub = *rq;
     sub.multiplier += gi * g.Kg, sub.shift += gi * g.Kg;
     mte__qchan_fill(chan + gi * p->panels * k->mr, g.Kg, p->panels * k->mr,
-                    dw ? NULL : p->wsum + gi * g.Kg, x_zp + k->x_offset,
+                    p->wsum + gi * g.Kg, x_zp + k->x_offset,
                     bias ? bias + gi * g.Kg : NULL, &sub);
   }
   if (dw) {

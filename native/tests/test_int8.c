@@ -235,6 +235,8 @@ static void test_conv(const char *isa) {
     int64_t C = rnd(1, 5), st = rnd(1, 2), p = rnd(0, 1);
     shape s = {rnd(1, 2), C, rnd(1, 20), rnd(1, 90), C, 3, 3, st, st, p, p, p, p, 1, 1, C};
     if (t % 5 == 0) s.pt = rnd(0, 2), s.pb = rnd(0, 2), s.pl = rnd(0, 2), s.pr = rnd(0, 2);
+    if (t % 3 == 1) s.sh = rnd(1, 3), s.sw = rnd(1, 2); /* the row phases: sh != sw */
+    if (t % 7 == 2) s.C = s.O = s.G = rnd(20, 70);     /* many planes, each its own channel */
     fails += conv_case(isa, &s);
   }
   /* everything: groups, strides, dilation, padding */

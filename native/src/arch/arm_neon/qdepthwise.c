@@ -1,50 +1,53 @@
 /*
- * arm_neon/qdepthwise.c - one output row of the int8 depthwise 3x3 (mte_qdw_row) on NEON,
- * stride 1 and 2 alike (the pair rows hide the stride): 8 outputs per step. LD2 splits 8
- * int16 pairs into tap 0 and tap 1 vectors (and, `off` pairs on, tap 2); each is widened
- * and multiply-added into two int32x4 by its weight (SMLAL by scalar); then the
- * requantization in registers. A partial last step goes through 8 bytes on the stack.
+ * arm_neon/qdepthwise.c - one plane of the int8 depthwise 3x3 as a flat row (mte_qdw_plane)
+ * on NEON: the plane widened to int16 (x - x_zp) once, then 8 flat outputs per step: each
+ * of the 9 taps is one vector of 8 int16 at a fixed offset (stride 1: consecutive; stride 2:
+ * LD2 splits the pairs into tap 0 and tap 1, and tap 2 is LD2 one pair on), multiply-added
+ * into two int32x4 by its weight (SMLAL by scalar); the requantization in registers
+ * (mte_qrequant_neon.h); the real columns copied out as the generic kernel does.
  */
-#include <string.h>
-
 #include "../../mte_quant_internal.h"
 
 #if defined(__aarch64__)
 #include "../../mte_qrequant_neon.h"
 
-static void qdw_row_neon(const mte_qdw_row *r) {
-  int16_t w[3][3];
-  for (int i = 0; i < 3; ++i) {
-    w[i][0] = (int16_t)(r->w01[i] & 0xffff);
-    w[i][1] = (int16_t)((uint32_t)r->w01[i] >> 16);
-    w[i][2] = (int16_t)(r->w2[i] & 0xffff);
-  }
-  const int o = 2 * r->off;
-  const mte_qchan ch = *r->chan; /* a local: the byte stores below cannot alias it */
-  for (int64_t s = 0; s < r->wo; s += 8) {
-    int32x4_t lo = vdupq_n_s32(0), hi = vdupq_n_s32(0);
-    for (int i = 0; i < 3; ++i) {
-      const int16_t *q = r->q[i] + 2 * s;
-      const int16x8x2_t p = vld2q_s16(q);      /* taps 0, 1 of outputs s .. s + 7 */
-      const int16x8_t p2 = vld2q_s16(q + o).val[0]; /* tap 2 */
-      lo = vmlal_n_s16(lo, vget_low_s16(p.val[0]), w[i][0]);
-      hi = vmlal_high_n_s16(hi, p.val[0], w[i][0]);
-      lo = vmlal_n_s16(lo, vget_low_s16(p.val[1]), w[i][1]);
-      hi = vmlal_high_n_s16(hi, p.val[1], w[i][1]);
-      lo = vmlal_n_s16(lo, vget_low_s16(p2), w[i][2]);
-      hi = vmlal_high_n_s16(hi, p2, w[i][2]);
-    }
-    const int8x8_t y = mte__pack8_neon(mte__requant_neon(lo, &ch, r->zp, r->lo, r->hi),
-                                       mte__requant_neon(hi, &ch, r->zp, r->lo, r->hi));
-    if (r->wo - s >= 8) {
-      vst1_s8(r->y + s, y);
-    } else {
-      int8_t tmp[8];
-      vst1_s8(tmp, y);
-      memcpy(r->y + s, tmp, (size_t)(r->wo - s));
-    }
+static void widen(const mte_qdw_plane *a) {
+  const int64_t cols = mte__qdw_cols(a);
+  for (int64_t h = 0; h < a->H; ++h) {
+    int16_t *dst = mte__qdw_dst_row(a, h);
+    if (dst)
+      for (int64_t c = 0; c < cols; ++c) dst[c] = (int16_t)(a->x[h * a->W + c] - a->x_zp);
   }
 }
 
-const mte_qdw_kernel mte_qdw_kernel_neon = {.isa = "neon", .row = qdw_row_neon};
+static inline void taps(const int16_t *q, int sw, int16x8_t t[3]) {
+  if (sw == 1) {
+    t[0] = vld1q_s16(q), t[1] = vld1q_s16(q + 1), t[2] = vld1q_s16(q + 2);
+  } else {
+    const int16x8x2_t p = vld2q_s16(q);
+    t[0] = p.val[0], t[1] = p.val[1], t[2] = vld2q_s16(q + 2).val[0];
+  }
+}
+
+static void qdw_plane_neon(const mte_qdw_plane *a) {
+  widen(a);
+  const mte_qchan ch = *a->chan; /* a local: the byte stores below cannot alias it */
+  for (int64_t g = 0; g < a->n; g += 8) { /* line is writable up to round_up(n, 64) */
+    int32x4_t lo = vdupq_n_s32(0), hi = vdupq_n_s32(0);
+    for (int i = 0; i < 3; ++i) {
+      int16x8_t t[3];
+      taps(a->p + a->off[i] + a->sw * g, a->sw, t);
+      for (int j = 0; j < 3; ++j) {
+        lo = vmlal_n_s16(lo, vget_low_s16(t[j]), a->w[3 * i + j]);
+        hi = vmlal_high_n_s16(hi, t[j], a->w[3 * i + j]);
+      }
+    }
+    vst1_s8(a->line + g, mte__pack8_neon(mte__requant_neon(lo, &ch, a->zp, a->lo, a->hi),
+                                         mte__requant_neon(hi, &ch, a->zp, a->lo, a->hi)));
+  }
+  for (int64_t r = 0; r < a->Ho; ++r)
+    for (int64_t c = 0; c < a->Wo; ++c) a->y[r * a->Wo + c] = a->line[r * a->pitch + c];
+}
+
+const mte_qdw_kernel mte_qdw_kernel_neon = {.isa = "neon", .plane = qdw_plane_neon};
 #endif

@@ -1,26 +1,27 @@
 /*
- * generic/qdepthwise.c - one output row of the int8 depthwise 3x3 (mte_qdw_row), portable:
- * per output s, three int16 pair multiply-adds (taps 0 and 1 of a row) and three single
- * ones (tap 2, `off` pairs on), then the scalar requantization.
+ * generic/qdepthwise.c - one plane of the int8 depthwise 3x3 as a flat row (mte_qdw_plane),
+ * portable: widen the plane, per flat output the 9 int16 taps and the scalar requantization,
+ * copy the real columns out. The reference the SIMD kernels are tested against.
  */
 #include "../../mte_quant_internal.h"
 
-static void qdw_row_generic(const mte_qdw_row *r) {
-  int16_t w[3][3];
-  for (int i = 0; i < 3; ++i) {
-    w[i][0] = (int16_t)(r->w01[i] & 0xffff);
-    w[i][1] = (int16_t)((uint32_t)r->w01[i] >> 16);
-    w[i][2] = (int16_t)(r->w2[i] & 0xffff);
+static void qdw_plane_generic(const mte_qdw_plane *a) {
+  const int64_t cols = mte__qdw_cols(a);
+  for (int64_t h = 0; h < a->H; ++h) {
+    int16_t *dst = mte__qdw_dst_row(a, h);
+    if (dst)
+      for (int64_t c = 0; c < cols; ++c) dst[c] = (int16_t)(a->x[h * a->W + c] - a->x_zp);
   }
-  const int o = 2 * r->off;
-  for (int64_t s = 0; s < r->wo; ++s) {
+  for (int64_t g = 0; g < a->n; ++g) {
     int32_t acc = 0;
     for (int i = 0; i < 3; ++i) {
-      const int16_t *q = r->q[i] + 2 * s;
-      acc += q[0] * w[i][0] + q[1] * w[i][1] + q[o] * w[i][2];
+      const int16_t *q = a->p + a->off[i] + a->sw * g;
+      for (int j = 0; j < 3; ++j) acc += q[j] * a->w[3 * i + j];
     }
-    r->y[s] = mte__requant(acc, r->chan, r->zp, r->lo, r->hi);
+    a->line[g] = mte__requant(acc, a->chan, a->zp, a->lo, a->hi);
   }
+  for (int64_t r = 0; r < a->Ho; ++r)
+    for (int64_t c = 0; c < a->Wo; ++c) a->y[r * a->Wo + c] = a->line[r * a->pitch + c];
 }
 
-const mte_qdw_kernel mte_qdw_kernel_generic = {.isa = "generic", .row = qdw_row_generic};
+const mte_qdw_kernel mte_qdw_kernel_generic = {.isa = "generic", .plane = qdw_plane_generic};
