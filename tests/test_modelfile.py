@@ -14,6 +14,11 @@ from minitorch_edge.graph import modelfile
 from minitorch_edge.graph.modelfile import GRAPH_KEY, ModelFormatError
 
 
+def _bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
 def _small(seed=0):
     mte.manual_seed(seed)
     model = models.SmallCNN(in_channels=1, num_classes=10, input_size=8).eval()
@@ -49,7 +54,7 @@ def test_the_file_is_safetensors_with_the_graph_in_metadata(tmp_path):
     model, x = _small()
     path = str(tmp_path / "m.mte")
     g = mte.export_model(model, x, path)
-    raw = open(path, "rb").read()
+    raw = _bytes(path)
     n = int.from_bytes(raw[:8], "little")
     header = json.loads(raw[8:8 + n])
     doc = json.loads(header["__metadata__"][GRAPH_KEY])
@@ -63,11 +68,11 @@ def test_save_is_atomic(tmp_path, monkeypatch):
     model, x = _small()
     path = str(tmp_path / "m.mte")
     g = mte.export_model(model, x, path)
-    before = open(path, "rb").read()
+    before = _bytes(path)
     monkeypatch.setattr(modelfile._ser, "_write_array", lambda f, a: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         g.save(path)
-    assert open(path, "rb").read() == before
+    assert _bytes(path) == before
     assert os.listdir(tmp_path) == ["m.mte"]
 
 
@@ -83,7 +88,7 @@ def _parts(tmp_path):
     model, x = _small()
     path = str(tmp_path / "good.mte")
     mte.export_model(model, x, path, calibration_data=[x])
-    raw = open(path, "rb").read()
+    raw = _bytes(path)
     n = int.from_bytes(raw[:8], "little")
     return json.loads(raw[8:8 + n]), raw[8 + n:]
 
@@ -160,7 +165,7 @@ def test_byte_mutations_never_raise_anything_else(tmp_path):
     model, x = _small()
     good = str(tmp_path / "good.mte")
     mte.export_model(model, x, good, calibration_data=[x])
-    raw = bytearray(open(good, "rb").read())
+    raw = bytearray(_bytes(good))
     n = int.from_bytes(raw[:8], "little")
     rng = np.random.default_rng(1)
     path = str(tmp_path / "mut.mte")
