@@ -163,7 +163,7 @@ def _qconv_shape(attrs, ins):
     return [(shape, "int8")]
 
 
-def _qconv_args(attrs, values, constants):
+def _qconv_args(attrs, constants):
     """Everything of a QLinearConv but X, from its constant inputs: the kernel's arguments."""
     xs, xz, w, ws, _, ys, yz = constants[1:8]
     b = constants[8] if len(constants) > 8 else None
@@ -175,11 +175,17 @@ def _qconv_args(attrs, values, constants):
     return (zero_point(xz), w, b, mult, shift, zero_point(yz), lo, hi) + geom
 
 
+def _layer_params_constant(values, constants):
+    """Whether a QLinearConv / QLinearGemm has every input but X constant (what prepare
+    needs: scales, zero points, W and, when given, B)."""
+    return all(c is not None for c in constants[1:8]) and not (
+        len(values) > 8 and values[8] is not None and constants[8] is None)
+
+
 def _qconv_prepare(attrs, values, constants):
-    if any(c is None for c in constants[1:8]) or (len(values) > 8 and values[8] is not None
-                                                   and constants[8] is None):
+    if not _layer_params_constant(values, constants):
         return None
-    run = backend.qconv2d_prepare(values[0].shape, *_qconv_args(attrs, values, constants))
+    run = backend.qconv2d_prepare(values[0].shape, *_qconv_args(attrs, constants))
     return lambda x, *rest, out=None: run(x, out)
 
 
@@ -187,7 +193,7 @@ def _qconv_prepare(attrs, values, constants):
 def qlinear_conv(attrs, x, xs, xz, w, ws, wz, ys, yz, b=None, out=None):
     """y = clamp(requant(bias + sum (x - Xz) * w) + Yz, act_min, act_max): an int8 Conv with
     its activation (attrs: Conv's, act_min, act_max)."""
-    args = _qconv_args(attrs, None, [x, xs, xz, w, ws, wz, ys, yz, b])
+    args = _qconv_args(attrs, [x, xs, xz, w, ws, wz, ys, yz, b])
     return backend.qconv2d(x, *args, out=out)
 
 
@@ -210,8 +216,7 @@ def _qgemm_args(attrs, constants):
 
 
 def _qgemm_prepare(attrs, values, constants):
-    if any(c is None for c in constants[1:8]) or (len(values) > 8 and values[8] is not None
-                                                   and constants[8] is None):
+    if not _layer_params_constant(values, constants):
         return None
     run = backend.qlinear_prepare(values[0].shape, *_qgemm_args(attrs, constants))
     return lambda a, *rest, out=None: run(a, out)

@@ -426,12 +426,10 @@ def _harvest_fake_quant(g):
             warnings.warn(f"quant.convert: {node.name}: a per-channel activation quantizer is "
                           f"not supported; the value is calibrated instead")
         out = node.outputs[0]
-        g.nodes.remove(node)
-        if out in g.outputs:
-            g.add_node("Identity", [x], [out + "_id"], name=g.fresh_name("Identity"))
-            g.nodes[-1].outputs = [out]
-            g.values.pop(out + "_id", None)
+        if out in g.outputs:       # the output keeps its name: the node becomes an Identity
+            node.op, node.inputs, node.attrs = "Identity", [x], {}
         else:
+            g.nodes.remove(node)
             replace_uses(g, out, x)
     g.remove_unused_values()
     return g.check().optimize(FLOAT_PASSES), known, weights
