@@ -156,7 +156,9 @@ const char *mte_cpu_features_string(void) {
 /*
  * One row per ISA compiled in, best first; one column per kernel family (MTE_FAMILIES in
  * mte_internal.h). A column left out (NULL) means "no specialised kernel for this family":
- * fill_rows() below, the one place that does it, takes the generic row's descriptor.
+ * fill_rows() below, the one place that does it, takes the descriptor of the row the row
+ * `extends` (if it names one; avx512vnni adds only its int8 GEMM to avx512), else the generic
+ * row's.
  * Adding an ISA: its files in src/arch/<isa>/ and a row here. Adding a family: its
  * descriptor type, an X(...) line in MTE_FAMILIES and its descriptors in the rows.
  */
@@ -166,18 +168,8 @@ static const mte_isa k_isas[] = {
     {.name = "avx512vnni",
      .needs = MTE_CPU_AVX512F | MTE_CPU_AVX512BW | MTE_CPU_AVX512DQ | MTE_CPU_AVX512VL |
               MTE_CPU_FMA | MTE_CPU_AVX2 | MTE_CPU_AVX512_VNNI,
-     .sgemm = &mte_sgemm_kernel_avx512,
-     .epilogue = &mte_epilogue_kernel_avx512,
-     .im2col = &mte_im2col_kernel_avx512,
-     .depthwise3x3 = &mte_dw3x3_kernel_avx512,
-     .depthwise = &mte_dw_kernel_avx512,
-     .pool = &mte_pool_kernel_avx512,
-     .winograd = &mte_wino_kernels_avx512,
-     .rowwise = &mte_rowwise_kernel_avx512,
-     .attention = &mte_attention_kernel_avx512,
-     .qgemm = &mte_qgemm_kernel_avx512vnni,
-     .qdepthwise = &mte_qdw_kernel_avx512,
-     .convdirect = &mte_convdir_kernel_avx512},
+     .extends = "avx512",
+     .qgemm = &mte_qgemm_kernel_avx512vnni},
     {.name = "avx512",
      .needs = MTE_CPU_AVX512F | MTE_CPU_AVX512BW | MTE_CPU_AVX512DQ | MTE_CPU_AVX512VL |
               MTE_CPU_FMA | MTE_CPU_AVX2,
@@ -211,13 +203,8 @@ static const mte_isa k_isas[] = {
     /* neon plus the dot product (SDOT): its own int8 GEMM, every other column the neon one */
     {.name = "neondot",
      .needs = MTE_CPU_NEON | MTE_CPU_ARM_DOTPROD,
-     .sgemm = &mte_sgemm_kernel_neon,
-     .depthwise3x3 = &mte_dw3x3_kernel_neon,
-     .depthwise = &mte_dw_kernel_neon,
-     .pool = &mte_pool_kernel_neon,
-     .winograd = &mte_wino_kernels_neon,
-     .qgemm = &mte_qgemm_kernel_neondot,
-     .qdepthwise = &mte_qdw_kernel_neon},
+     .extends = "neon",
+     .qgemm = &mte_qgemm_kernel_neondot},
     {.name = "neon", /* epilogue, im2col, rowwise, attention: generic C is NEON code already */
      .needs = MTE_CPU_NEON,
      .sgemm = &mte_sgemm_kernel_neon,
@@ -255,7 +242,11 @@ static pthread_once_t g_rows_once = PTHREAD_ONCE_INIT;
 static void fill_rows(void) {
   for (int i = 0; i < N_ISAS; ++i) {
     g_rows[i] = k_isas[i];
-#define FALLBACK(column, type) \
+    int base = GENERIC;
+    for (int j = 0; k_isas[i].extends && j < N_ISAS; ++j)
+      if (strcmp(k_isas[j].name, k_isas[i].extends) == 0) base = j;
+#define FALLBACK(column, type)                                                   \
+  if (!g_rows[i].column) g_rows[i].column = k_isas[base].column;                 \
   if (!g_rows[i].column) g_rows[i].column = k_isas[GENERIC].column;
     MTE_FAMILIES(FALLBACK)
 #undef FALLBACK

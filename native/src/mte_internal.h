@@ -189,6 +189,7 @@ static inline void mte__ukernel_edge(const struct mte_sgemm_kernel *k, int64_t k
 typedef struct mte_isa {
   const char *name; /* as MTE_ISA and mte_set_isa spell it: "avx512", "avx2", ... */
   uint64_t needs;   /* MTE_CPU_* bits the CPU must have */
+  const char *extends; /* NULL, or the row whose kernels fill this one's empty columns */
   MTE_FAMILIES(MTE_ISA_COLUMN) /* const mte_sgemm_kernel *sgemm; ... one per family */
 } mte_isa;
 #undef MTE_ISA_COLUMN
