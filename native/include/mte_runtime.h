@@ -105,7 +105,37 @@ MTE_API int mte_model_find_value(const mte_model *model, const char *name);
 MTE_API const char *mte_model_value_name(const mte_model *model, int value);
 MTE_API int64_t mte_model_value_offset(const mte_model *model, int value);
 
-/* The ops this runtime knows (sorted by name), e.g. "Conv", "mte.QLinearConv". */
+/* ---- running a model -------------------------------------------------------------------
+ *
+ * Loading also prepares every node (executor.c): each op re-infers its outputs' shapes and
+ * dtypes from its inputs and attributes and checks them against the file's (MTE_EFORMAT on
+ * a mismatch), checks the attributes it reads, chooses its kernel for these shapes and
+ * prepares its constant weights once (packed GEMM panels, Winograd's U, int8 requantisation
+ * multipliers). A node whose op or variant has no C kernel fails the load with
+ * MTE_EUNSUPPORTED naming the node. The arena of the memory plan is allocated then too, so
+ * a run allocates nothing but what a kernel takes from libmte's workspace pool.
+ *
+ * mte_model_run: inputs[i] points to mte_model_input_nbytes(model, i) bytes holding input i
+ * (C-contiguous, its dtype and shape); outputs[i] to mte_model_output_nbytes(model, i)
+ * bytes, overwritten with output i. Buffers may be anywhere (no alignment needed), but an
+ * output must not overlap an input. Returns MTE_OK, or MTE_EINVAL for NULL pointers and
+ * another status if a kernel fails (with err filled). The arena belongs to the model: run
+ * one model from one thread at a time (load it twice for two threads). Kernels use libmte's
+ * thread count (mte_set_num_threads in mte.h; 1 to use one core). */
+MTE_API int mte_model_run(mte_model *model, const void *const *inputs, void *const *outputs,
+                          char *err, size_t errlen);
+
+/* Bytes the model holds beyond its file: prepared weights and per-node state. */
+MTE_API int64_t mte_model_prepared_bytes(const mte_model *model);
+
+/* The kernel each node runs, for a listing ("Conv: winograd4", "mte.QLinearConv: int8
+ * depthwise3x3", "Relu: elementwise"); NULL if node is out of range. */
+MTE_API const char *mte_model_node_name(const mte_model *model, int node);
+MTE_API const char *mte_model_node_op(const mte_model *model, int node);
+MTE_API const char *mte_model_node_kernel(const mte_model *model, int node);
+
+/* The ops this runtime knows (sorted by name), e.g. "Conv", "mte.QLinearConv"; every one of
+ * them has a C kernel. */
 MTE_API int mte_runtime_num_ops(void);
 MTE_API const char *mte_runtime_op_name(int i); /* NULL if i is out of range */
 

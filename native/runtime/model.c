@@ -1,6 +1,7 @@
 /*
  * model.c - the public API of mte_runtime.h: read a .mte file once (size-checked) into a
- * 64-byte aligned buffer, run the loader's stages on it (container.c, graph.c, plan.c) and
+ * 64-byte aligned buffer, run the loader's stages on it (container.c, graph.c, plan.c,
+ * executor.c) and
  * answer questions about the loaded model. A model that fails any stage is freed whole:
  * the caller gets a status and a message, never a half-loaded model.
  */
@@ -17,6 +18,7 @@ static int little_endian(void) {
 
 void mte_model_free(mte_model *m) {
   if (!m) return;
+  rt_exec_release(m);
   mte_json_free(m->header);
   mte_json_free(m->graph);
   mte_pool_destroy(m->pool);
@@ -37,6 +39,7 @@ static int load_buffer(unsigned char *file, size_t size, mte_model **out, rt_err
   int st = rt_container_parse(m, e);
   if (st == MTE_OK) st = rt_graph_build(m, e);
   if (st == MTE_OK) st = rt_plan_build(m, e);
+  if (st == MTE_OK) st = rt_exec_prepare(m, e);
   if (st != MTE_OK) {
     mte_model_free(m);
     return st;

@@ -1,7 +1,7 @@
 /*
  * model_internal.h - the loaded model as the runtime holds it, shared by the loader stages
  * (container.c: the safetensors container; graph.c: the graph document and its rules;
- * plan.c: the memory plan; model.c: the public API) and, later, the executor.
+ * plan.c: the memory plan; model.c: the public API) and the executor (executor.c, kernels.h).
  *
  * Everything is resolved to indices once, at load time: a node holds its op's table entry,
  * its input and output value indices (-1 for a left-out optional input) and its typed
@@ -34,10 +34,14 @@ int rt_fail(rt_err *e, int status, const char *fmt, ...)
 
 /* ---- the op table (ops.c) ------------------------------------------------------------- */
 
+struct rt_prep;
+typedef int (*rt_prepare_fn)(struct rt_prep *p); /* kernels.h */
+
 typedef struct rt_opdef {
   const char *name;
   unsigned elementwise : 1; /* output may take over a dying input's memory (in place) */
   unsigned alias : 1;       /* output 0 is a view of input 0 */
+  rt_prepare_fn prepare;    /* checks a node of this op and chooses its kernel */
 } rt_opdef;
 
 const rt_opdef *rt_op_find(const char *name); /* NULL: unknown op */
@@ -151,12 +155,19 @@ struct mte_model {
   int32_t num_buffers;
   rt_buffer *buffers;
   int64_t arena_bytes, naive_bytes, lower_bound_bytes;
+  /* the executor (executor.c) */
+  struct rt_step *steps; /* one per node */
+  unsigned char *arena;  /* arena_bytes, 64-byte aligned */
+  void **ptr;            /* value -> its memory (inputs filled in per run) */
+  int64_t prepared_bytes;
 };
 
 /* The loader's stages, in order; each fills its part of the model or fails with a message. */
 int rt_container_parse(mte_model *m, rt_err *e); /* header, tensor entries, BOOL bytes */
 int rt_graph_build(mte_model *m, rt_err *e);     /* values, constants, nodes, graph rules */
 int rt_plan_build(mte_model *m, rt_err *e);      /* liveness, buffers, placement */
+int rt_exec_prepare(mte_model *m, rt_err *e);    /* arena, every node's kernel (executor.c) */
+void rt_exec_release(mte_model *m);              /* what rt_exec_prepare malloc'd */
 
 /* container.c: the product of a JSON shape (a list of ints >= 0, at most MTE_MODEL_MAX_NDIM,
  * no int64 overflow); `where` starts the message. */
