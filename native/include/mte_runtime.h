@@ -134,6 +134,12 @@ MTE_API const char *mte_model_node_name(const mte_model *model, int node);
 MTE_API const char *mte_model_node_op(const mte_model *model, int node);
 MTE_API const char *mte_model_node_kernel(const mte_model *model, int node);
 
+/* Per-node timing: with profiling on, every run adds each node's wall time (monotonic
+ * clock) to its total; mte_model_node_seconds reads it, mte_model_profile(m, 1) also
+ * resets the totals. Off (the default) costs one branch per node. */
+MTE_API int mte_model_profile(mte_model *model, int on);
+MTE_API double mte_model_node_seconds(const mte_model *model, int node);
+
 /* The ops this runtime knows (sorted by name), e.g. "Conv", "mte.QLinearConv"; every one of
  * them has a C kernel. */
 MTE_API int mte_runtime_num_ops(void);

@@ -9,10 +9,12 @@
  * (plan.c) already put in-place and view outputs at their input's offset, so a view op's run
  * does nothing and an elementwise op may find its output over one of its inputs.
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kernels.h"
 
@@ -186,6 +188,8 @@ void rt_exec_release(mte_model *m) {
       if (m->steps[k].release && m->steps[k].state) m->steps[k].release(m->steps[k].state);
   free(m->arena);
   free(m->ptr);
+  free(m->node_seconds);
+  m->node_seconds = NULL;
   m->steps = NULL;
   m->arena = NULL;
   m->ptr = NULL;
@@ -224,6 +228,12 @@ int rt_exec_prepare(mte_model *m, rt_err *e) {
 
 /* ---- run time ------------------------------------------------------------------------------ */
 
+static double now_seconds(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 int mte_model_run(mte_model *m, const void *const *inputs, void *const *outputs, char *err,
                   size_t errlen) {
   rt_err e = {err, errlen};
@@ -247,7 +257,9 @@ int mte_model_run(mte_model *m, const void *const *inputs, void *const *outputs,
       const rt_value *v = &m->values[n->outputs[j]];
       if (v->kind == RT_VALUE_VIEW_OUTSIDE) m->ptr[n->outputs[j]] = m->ptr[v->view_of];
     }
+    double start = m->profiling ? now_seconds() : 0.0;
     int st = s->run(s, m->ptr);
+    if (m->profiling) m->node_seconds[k] += now_seconds() - start;
     if (st != MTE_OK)
       return rt_fail(&e, st, "node \"%.200s\" (%s, %s): the kernel failed: %s", n->name,
                      n->op->name, s->kernel ? s->kernel : "?", mte_runtime_status_string(st));
@@ -257,6 +269,20 @@ int mte_model_run(mte_model *m, const void *const *inputs, void *const *outputs,
     if (v->nbytes) memmove(outputs[i], m->ptr[m->outputs[i]], (size_t)v->nbytes);
   }
   return MTE_OK;
+}
+
+int mte_model_profile(mte_model *m, int on) {
+  if (!m) return MTE_EINVAL;
+  if (on && !m->node_seconds &&
+      !(m->node_seconds = calloc((size_t)(m->num_nodes ? m->num_nodes : 1), sizeof(double))))
+    return MTE_ENOMEM;
+  if (on) memset(m->node_seconds, 0, (size_t)m->num_nodes * sizeof(double));
+  m->profiling = on != 0;
+  return MTE_OK;
+}
+
+double mte_model_node_seconds(const mte_model *m, int k) {
+  return m && m->node_seconds && k >= 0 && k < m->num_nodes ? m->node_seconds[k] : 0.0;
 }
 
 int64_t mte_model_prepared_bytes(const mte_model *m) { return m ? m->prepared_bytes : -1; }

@@ -160,6 +160,8 @@ struct mte_model {
   unsigned char *arena;  /* arena_bytes, 64-byte aligned */
   void **ptr;            /* value -> its memory (inputs filled in per run) */
   int64_t prepared_bytes;
+  int profiling;
+  double *node_seconds; /* per node, while profiling */
 };
 
 /* The loader's stages, in order; each fills its part of the model or fails with a message. */

@@ -10,18 +10,6 @@
 /* ---- ops_nn.c ---------------------------------------------------------- */
 
 
-STUB(rt_prepare_AveragePool)
-STUB(rt_prepare_BatchNormalization)
-STUB(rt_prepare_Conv)
-STUB(rt_prepare_Gemm)
-STUB(rt_prepare_GlobalAveragePool)
-STUB(rt_prepare_LayerNormalization)
-STUB(rt_prepare_MatMul)
-STUB(rt_prepare_MaxPool)
-STUB(rt_prepare_Pad)
-STUB(rt_prepare_mte_Attention)
-STUB(rt_prepare_mte_ConvAct)
-STUB(rt_prepare_mte_GemmAct)
 
 
 
