@@ -129,6 +129,11 @@ def test_elementwise_equal_twin(seed):
     ls = int(rng.integers(0, 24))
     args = (a, *p[:3], b, *p[3:], -128, 127, ls)
     same_on_every_isa(lambda: nat.qadd(*args), lambda: ref.qadd(*args))
+    params = (*p[:3], *p[3:], -128, 127, ls)          # the lookup form: every pair once
+    full_a, full_b = (np.arange(65536) >> 8).astype(np.int8), np.arange(65536).astype(np.int8)
+    assert np.array_equal(nat.qadd_prepare(*params)(full_a, full_b),
+                          ref.qadd(full_a, *p[:3], full_b, *p[3:], -128, 127, ls))
+    assert np.array_equal(nat.qadd_prepare(*params)(a, b), ref.qadd_prepare(*params)(a, b))
     x = (rng.standard_normal((4, 33)) * 50).astype(np.float32)
     x.flat[:6] = [np.nan, np.inf, -np.inf, 0.5, -0.5, 1e30]
     scale, zp = float(rng.uniform(0.01, 2)), int(rng.integers(-128, 128))

@@ -189,6 +189,21 @@ def qadd(a, a_zero_point, a_multiplier, a_shift, b, b_zero_point, b_multiplier, 
                    left_shift, out=out)
 
 
+def qadd_prepare(a_zero_point, a_multiplier, a_shift, b_zero_point, b_multiplier, b_shift,
+                 y_zero_point, y_multiplier, y_shift, act_min, act_max, left_shift=20):
+    """numpy_int8.qadd_prepare: the 65,536 results of every int8 pair computed once
+    (_C.qadd_table, 64 KiB), then each call is one lookup per element (_C.qadd with table)."""
+    params = (a_zero_point, a_multiplier, a_shift, b_zero_point, b_multiplier, b_shift,
+              y_zero_point, y_multiplier, y_shift, act_min, act_max, left_shift)
+    table = _C.qadd_table(*params)
+
+    def run(a, b, out=None):
+        if not (_is(a, _I8) and _is(b, _I8) and _out_ok(out, _I8)):
+            return _ref.qadd(a, *params[:3], b, *params[3:], out=out)
+        return _C.qadd(_c(a), *params[:3], _c(b), *params[3:], out=out, table=table)
+    return run
+
+
 def quantize(x, scale, zero_point, out=None):
     """numpy_int8.quantize, computed natively."""
     if not (_is(x, _F32) and _out_ok(out, _I8)):

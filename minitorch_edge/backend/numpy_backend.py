@@ -492,6 +492,7 @@ def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1,
 from .numpy_int8 import (  # noqa: F401
     dequantize,
     qadd,
+    qadd_prepare,
     qavg_pool2d,
     qconv2d,
     qconv2d_prepare,

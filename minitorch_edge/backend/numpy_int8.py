@@ -53,7 +53,7 @@ import numpy as np
 from .epilogue import check_out, result_into
 
 __all__ = ["INT32_MAX", "INT32_MIN", "MAX_REDUCTION", "add_multipliers", "dequantize", "mbqm",
-           "qadd", "qavg_pool2d", "qconv2d", "qconv2d_prepare", "qlinear", "qlinear_prepare", "qmax_pool2d", "quantize",
+           "qadd", "qadd_prepare", "qavg_pool2d", "qconv2d", "qconv2d_prepare", "qlinear", "qlinear_prepare", "qmax_pool2d", "quantize",
            "quantize_multiplier", "rdbpot", "requantize", "round_half_away", "srdhm"]
 
 INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
@@ -545,3 +545,14 @@ def qadd(a, a_zero_point, a_multiplier, a_shift, b, b_zero_point, b_multiplier, 
     y = _requantize(_saturate32(sa + sb), multipliers[2], shifts[2], zero_points[2],
                     act_min, act_max)
     return result_into(op, np.asarray(y, order="C"), out, (a, b))
+
+
+def qadd_prepare(a_zero_point, a_multiplier, a_shift, b_zero_point, b_multiplier, b_shift,
+                 y_zero_point, y_multiplier, y_shift, act_min, act_max, left_shift=20):
+    """qadd with its parameters fixed, as a function run(a, b, out=None) (the native twin
+    evaluates the arithmetic once for every int8 pair and then looks each element up)."""
+    params = (a_zero_point, a_multiplier, a_shift, b_zero_point, b_multiplier, b_shift,
+              y_zero_point, y_multiplier, y_shift, act_min, act_max, left_shift)
+    qadd(np.zeros(1, np.int8), *params[:3], np.zeros(1, np.int8), *params[3:])  # checks them
+    return lambda a, b, out=None: qadd(a, *params[:3], b, *params[3:], out=out)
+

@@ -252,7 +252,8 @@ def _qadd_prepare(attrs, values, constants):
     if any(x is None for x in (c[1], c[2], c[4], c[5], c[6], c[7])):
         return None
     pa, pb, py = _qadd_args(attrs, c[1], c[2], c[4], c[5], c[6], c[7])
-    return lambda a, _as, _az, b, *rest, out=None: backend.qadd(a, *pa, b, *pb, *py, out=out)
+    run = backend.qadd_prepare(*pa, *pb, *py)
+    return lambda a, _as, _az, b, *rest, out=None: run(a, b, out=out)
 
 
 @op("mte.QLinearAdd", _qadd_shape, writes_out=True, prepare=_qadd_prepare)

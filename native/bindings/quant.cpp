@@ -1,6 +1,7 @@
 // quant.cpp - bindings of the int8 kernels (include/mte_quant.h): _C.qconv2d, qlinear (with
 // prepared weights: qconv2d_prepare / qlinear_prepare return a QWeights handle), qavg_pool2d,
-// qmax_pool2d, qadd, quantize, dequantize, requantize, quantize_multiplier, peak_gops_int8.
+// qmax_pool2d, qadd (and qadd_table, its lookup form), quantize, dequantize, requantize,
+// quantize_multiplier, peak_gops_int8.
 // Arguments as the numpy twins in minitorch_edge/backend/numpy_int8.py, which are the
 // reference: int8 tensors, int32 per-channel vectors, NCHW.
 //
@@ -365,16 +366,10 @@ py::array requantize(py::handle q_obj, py::handle izp, py::handle m, py::handle 
   return y;
 }
 
-py::array qadd(py::handle a_obj, py::handle azp, py::handle am, py::handle ash,
-               py::handle b_obj, py::handle bzp, py::handle bm, py::handle bsh, py::handle yzp,
-               py::handle ym, py::handle ysh, py::handle lo, py::handle hi, py::handle ls,
-               py::handle out_obj) {
-  const char *op = "qadd";
-  py::array a = checked_int8(op, "a", a_obj, 0, 32), b = checked_int8(op, "b", b_obj, 0, 32);
-  std::vector<int64_t> sa(a.shape(), a.shape() + a.ndim()), sb(b.shape(), b.shape() + b.ndim());
-  if (sa != sb)
-    throw py::value_error("qadd: a has shape (" + shape_str(a) + ") and b (" + shape_str(b) +
-                          "); they must be equal (broadcast them first)");
+mte_qadd_params qadd_params(const char *op, py::handle azp, py::handle am, py::handle ash,
+                            py::handle bzp, py::handle bm, py::handle bsh, py::handle yzp,
+                            py::handle ym, py::handle ysh, py::handle lo, py::handle hi,
+                            py::handle ls) {
   mte_qadd_params p{};
   p.a_zero_point = zero_point(op, "a_zero_point", azp);
   p.a_multiplier = static_cast<int32_t>(ranged(op, "a_multiplier", am, 0, INT32_MAX));
@@ -388,12 +383,47 @@ py::array qadd(py::handle a_obj, py::handle azp, py::handle am, py::handle ash,
   auto act = act_range(op, lo, hi);
   p.act_min = act.first, p.act_max = act.second;
   p.left_shift = static_cast<int32_t>(ranged(op, "left_shift", ls, 0, 23));
+  return p;
+}
+
+py::array qadd(py::handle a_obj, py::handle azp, py::handle am, py::handle ash,
+               py::handle b_obj, py::handle bzp, py::handle bm, py::handle bsh, py::handle yzp,
+               py::handle ym, py::handle ysh, py::handle lo, py::handle hi, py::handle ls,
+               py::handle out_obj, py::handle table_obj) {
+  const char *op = "qadd";
+  py::array a = checked_int8(op, "a", a_obj, 0, 32), b = checked_int8(op, "b", b_obj, 0, 32);
+  std::vector<int64_t> sa(a.shape(), a.shape() + a.ndim()), sb(b.shape(), b.shape() + b.ndim());
+  if (sa != sb)
+    throw py::value_error("qadd: a has shape (" + shape_str(a) + ") and b (" + shape_str(b) +
+                          "); they must be equal (broadcast them first)");
+  mte_qadd_params p = qadd_params(op, azp, am, ash, bzp, bm, bsh, yzp, ym, ysh, lo, hi, ls);
+  const int8_t *table = nullptr;
+  py::array t;
+  if (!table_obj.is_none()) { /* qadd_table's result for these same parameters */
+    t = checked_int8(op, "table", table_obj, 1, 1);
+    if (t.size() != 65536)
+      throw py::value_error("qadd: table must hold 65536 values (from qadd_table)");
+    table = static_cast<const int8_t *>(t.data());
+  }
   py::array y = same_shape_out<int8_t>(op, a, out_obj, {&a, &b});
   const int8_t *ap = static_cast<const int8_t *>(a.data());
   const int8_t *bp = static_cast<const int8_t *>(b.data());
   int8_t *yp = static_cast<int8_t *>(y.mutable_data());
-  run_kernel(op, [&] { return mte_qadd(&p, a.size(), ap, bp, yp); });
+  run_kernel(op, [&] {
+    return table ? mte_qadd_lookup(a.size(), ap, bp, table, yp) : mte_qadd(&p, a.size(), ap, bp, yp);
+  });
   return y;
+}
+
+py::array qadd_table(py::handle azp, py::handle am, py::handle ash, py::handle bzp,
+                     py::handle bm, py::handle bsh, py::handle yzp, py::handle ym,
+                     py::handle ysh, py::handle lo, py::handle hi, py::handle ls) {
+  const char *op = "qadd_table";
+  mte_qadd_params p = qadd_params(op, azp, am, ash, bzp, bm, bsh, yzp, ym, ysh, lo, hi, ls);
+  py::array_t<int8_t> table(65536);
+  int8_t *tp = table.mutable_data();
+  run_kernel(op, [&] { return mte_qadd_table(&p, tp); });
+  return std::move(table);
 }
 
 }  // namespace
@@ -457,7 +487,15 @@ void mte_bind_quant(pybind11::module_ &m) {
         py::arg("a_shift"), py::arg("b"), py::arg("b_zero_point"), py::arg("b_multiplier"),
         py::arg("b_shift"), py::arg("y_zero_point"), py::arg("y_multiplier"),
         py::arg("y_shift"), py::arg("act_min"), py::arg("act_max"), py::arg("left_shift") = 20,
-        py::arg("out") = py::none(), "numpy_int8.qadd: TFLite's int8 ADD.");
+        py::arg("out") = py::none(), py::arg("table") = py::none(),
+        "numpy_int8.qadd: TFLite's int8 ADD (with table = qadd_table(...) of the same\n"
+        "parameters: one lookup per element, the same result).");
+  m.def("qadd_table", &qadd_table, py::arg("a_zero_point"), py::arg("a_multiplier"),
+        py::arg("a_shift"), py::arg("b_zero_point"), py::arg("b_multiplier"),
+        py::arg("b_shift"), py::arg("y_zero_point"), py::arg("y_multiplier"),
+        py::arg("y_shift"), py::arg("act_min"), py::arg("act_max"), py::arg("left_shift") = 20,
+        "The 65,536 results of qadd for every int8 pair (a, b): table[(uint8)a << 8 |\n"
+        "(uint8)b], for qadd(..., table=...).");
   m.def("quantize", &quantize, py::arg("x"), py::arg("scale"), py::arg("zero_point"),
         py::arg("out") = py::none(), "numpy_int8.quantize: float32 -> int8.");
   m.def("dequantize", &dequantize, py::arg("q"), py::arg("scale"), py::arg("zero_point"),

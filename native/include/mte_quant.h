@@ -73,6 +73,14 @@ typedef struct mte_qadd_params {
 MTE_API int mte_qadd(const mte_qadd_params *p, int64_t n, const int8_t *a, const int8_t *b,
                      int8_t *y);
 
+/* The same add as a lookup: an int8 pair has only 65,536 values, so mte_qadd_table
+ * evaluates the arithmetic above once for each (table[(uint8_t)a << 8 | (uint8_t)b], 64 KiB)
+ * and mte_qadd_lookup is then one load per element, equal to mte_qadd bit for bit. For an
+ * engine that adds with fixed parameters many times (a model's residual adds). */
+MTE_API int mte_qadd_table(const mte_qadd_params *p, int8_t *table);
+MTE_API int mte_qadd_lookup(int64_t n, const int8_t *a, const int8_t *b, const int8_t *table,
+                            int8_t *y);
+
 /*
  * Convolution (and GEMM) with requantization fused into the microkernel's epilogue:
  *   acc[n,o,r,s] = bias[o] + sum_{c in group(o), i, j} (xpad[n,c,..] - x_zp) * w[o,c,i,j]

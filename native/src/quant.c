@@ -11,6 +11,8 @@
 #include <math.h>
 #include <time.h>
 
+#include <string.h>
+
 #include "mte_quant_internal.h"
 
 #define MAX_N ((int64_t)1 << 60)
@@ -33,13 +35,30 @@ int mte_quantize_multiplier(double real, int32_t *multiplier, int32_t *shift) {
 
 static int bad_scale(float scale) { return !(isfinite(scale) && scale > 0.0f); }
 
+/* The loop below vectorizes once GCC may ignore floating-point exception flags (values are
+ * unchanged: -fno-trapping-math only lets it evaluate both sides of a select). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define MTE_VECTORIZE_SELECTS __attribute__((optimize("no-trapping-math")))
+#else
+#define MTE_VECTORIZE_SELECTS
+#endif
+
+MTE_VECTORIZE_SELECTS
 int mte_quantize(int64_t n, const float *x, float scale, int32_t zp, int8_t *y) {
   if (n < 0 || n > MAX_N || bad_scale(scale) || !mte__q_zp_ok(zp) || (n && (!x || !y)))
     return MTE_EINVAL;
   for (int64_t i = 0; i < n; ++i) {
-    float r = roundf(x[i] / scale);
-    r = r != r ? 0.0f : r < -256.0f ? -256.0f : r > 256.0f ? 256.0f : r; /* NaN -> zp */
-    y[i] = (int8_t)mte__clamp32((int32_t)r + zp, -128, 127);
+    float r = x[i] / scale;
+    r = r < -256.0f ? -256.0f : r;
+    r = r > 256.0f ? 256.0f : r;
+    r = r == r ? r : 0.0f; /* NaN -> zp */
+    /* round half away from zero without roundf (so the loop vectorizes): truncate, then
+     * step away from zero when the dropped fraction is at least one half (exact here) */
+    const int32_t t = (int32_t)r;
+    const float frac = r - (float)t;
+    int32_t q = t + (frac >= 0.5f) - (frac <= -0.5f) + zp;
+    q = q < -128 ? -128 : q;
+    y[i] = (int8_t)(q > 127 ? 127 : q);
   }
   return MTE_OK;
 }
@@ -83,6 +102,28 @@ int mte_qadd(const mte_qadd_params *p, int64_t n, const int8_t *a, const int8_t 
                            p->b_shift);
     y[i] = mte__requant(sat_add(sa, sb), &out, p->y_zero_point, p->act_min, p->act_max);
   }
+  return MTE_OK;
+}
+
+int mte_qadd_table(const mte_qadd_params *p, int8_t *table) {
+  if (!table) return MTE_EINVAL;
+  int8_t every[256], first[256], row[256];
+  for (int v = 0; v < 256; ++v) every[v] = (int8_t)(v - 128);
+  for (int i = 0; i < 256; ++i) { /* one row: a = every[i] against every b */
+    memset(first, (uint8_t)every[i], sizeof first);
+    int st = mte_qadd(p, 256, first, every, row);
+    if (st) return st;
+    for (int v = 0; v < 256; ++v)
+      table[(size_t)(uint8_t)every[i] << 8 | (uint8_t)every[v]] = row[v];
+  }
+  return MTE_OK;
+}
+
+int mte_qadd_lookup(int64_t n, const int8_t *a, const int8_t *b, const int8_t *table,
+                    int8_t *y) {
+  if (n < 0 || n > MAX_N || (n && (!a || !b || !y || !table))) return MTE_EINVAL;
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = table[(size_t)(uint8_t)a[i] << 8 | (uint8_t)b[i]];
   return MTE_OK;
 }
 

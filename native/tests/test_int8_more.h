@@ -99,7 +99,19 @@ static void test_elementwise(void) {
                              p.act_min, p.act_max);
     }
     CHECK(bad == 0, "qadd values: %d", bad);
+    if (t % 5 == 0) { /* the lookup form equals the arithmetic, for every pair */
+      static int8_t table[65536], every[65536], firsts[65536], direct[65536], looked[65536];
+      for (int i = 0; i < 65536; ++i) firsts[i] = (int8_t)(i >> 8), every[i] = (int8_t)i;
+      CHECK(mte_qadd_table(&p, table) == MTE_OK, "qadd_table");
+      CHECK(mte_qadd(&p, 65536, firsts, every, direct) == MTE_OK, "qadd all pairs");
+      CHECK(mte_qadd_lookup(65536, firsts, every, table, looked) == MTE_OK, "qadd_lookup");
+      CHECK(memcmp(direct, looked, sizeof looked) == 0, "qadd_lookup differs from qadd");
+    }
   }
+  mte_qadd_params bad_p = {0, 1, 0, 0, 1, 0, 0, 1, 0, -128, 127, 24};
+  static int8_t t2[65536];
+  CHECK(mte_qadd_table(&bad_p, t2) == MTE_EINVAL, "qadd_table checks the parameters");
+  CHECK(mte_qadd_lookup(4, a, b, NULL, y) == MTE_EINVAL, "qadd_lookup without a table");
 }
 
 /* ---------------------------------------------------------------- pools */
