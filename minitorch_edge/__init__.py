@@ -1,43 +1,114 @@
 """minitorch_edge: a deep-learning framework written from scratch on NumPy and C.
 
 The PyTorch-like surface lives here: ``import minitorch_edge as torch`` and most scripts run.
+
+The package is lazy (PEP 562) so that the device-side loader ``minitorch_edge.runtime`` runs
+with numpy and cffi alone: importing the package loads only ``_version``. The full API
+(_api.py: tensor, ops, nn, optim, ...) is imported, once and in its own order, by whichever
+comes first: the access of an attribute (``torch.zeros``, ``from minitorch_edge import nn``,
+``dir()``, ``import *``), or the import of any submodule but runtime/ (``from
+minitorch_edge.tensor import Tensor``, ``import minitorch_edge.nn``). For the latter a finder on
+``sys.meta_path`` loads the API just before that submodule would run, so the submodule is
+imported as part of it and gets every Tensor method that ops/ attaches, exactly as when
+__init__.py imported everything (a hook at the end of tensor.py would run the API with its
+importers, e.g. nn/__init__.py, still half-initialised). The finder removes itself then.
 """
+import _thread
+import importlib as _importlib
+import os as _os
+import sys as _sys
+
 from ._version import __version__  # noqa: F401
-from . import dtypes
-from .dtypes import (float32, float64, float16, bfloat16, int8, int16, int32,  # noqa: F401
-                     int64, uint8, float, double, half, long, int, short, get_default_dtype,
-                     set_default_dtype, promote_types, result_type)
-from .dtypes import bool_ as bool  # noqa: F401
-from .dtypes import dtype  # noqa: F401
-from .tensor import (Tensor, Size, device, memory_format, contiguous_format,  # noqa: F401
-                     preserve_format, channels_last, channels_last_3d)
-from .random import (Generator, manual_seed, seed, initial_seed, get_rng_state,  # noqa: F401
-                     set_rng_state, default_generator)
-from .creation import *  # noqa: F401,F403
-from .sampling import *  # noqa: F401,F403
-from . import autograd  # noqa: F401
-from .autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled,  # noqa: F401
-                                 inference_mode, is_grad_enabled, is_inference_mode_enabled)
-from . import ops  # noqa: F401  (attaches the op methods to Tensor)
-from .ops import *  # noqa: F401,F403
-from . import linalg  # noqa: E402,F401  (torch.linalg: norms, inv, det, solve, qr, svd, eigh, ...)
-from .nn.functional.distance import cdist, pdist, cosine_similarity, pairwise_distance  # noqa: E402,F401
-from . import backend  # noqa: F401
-from .backend import set_num_threads, get_num_threads  # noqa: F401
-from ._format import set_printoptions  # noqa: F401
-from . import nn, optim  # noqa: E402,F401  (the Layers and Optimizer tiers)
-from . import models  # noqa: E402,F401  (the model zoo)
-from .utils.serialization import save, load, ModelFormatError  # noqa: E402,F401
-from . import data, train  # noqa: E402,F401  (the Trainer and Utils tiers)
-from .utils import data as _utils_data  # noqa: E402,F401  (torch.utils.data's module path)
-# what a CPU-only PyTorch build answers about accelerators (no CUDA, cuDNN or MPS here)
-from . import accelerator, backends, cuda  # noqa: E402,F401
-from .backends import (set_float32_matmul_precision, get_float32_matmul_precision,  # noqa: E402,F401
-                       use_deterministic_algorithms, are_deterministic_algorithms_enabled,
-                       is_deterministic_algorithms_warn_only_enabled)
-from .sampling import install_sampling_methods as _install  # noqa: E402
-_install()  # the checked random fills (normal_, bernoulli_, ...) replace ops/inplace.py's
-del _utils_data, _install
+
+# the package's submodules: an attribute of that name imports just that submodule
+_SUBMODULES = frozenset(entry.partition(".")[0] for entry in _os.listdir(__path__[0])
+                        if not entry.startswith("__")
+                        and (entry.endswith((".py", ".so", ".pyd")) or
+                             _os.path.isfile(_os.path.join(__path__[0], entry, "__init__.py"))))
+# submodules imported without the full API (the device-side loader needs numpy + cffi only)
+_LIGHT = frozenset(("runtime", "_version", "_api"))
+_lock = _thread.RLock()  # held by the thread importing _api.py
+_loading = []  # non-empty while _api.py is being imported (by the thread holding _lock)
+
+
+def _load_full_api(wait=True):
+    """Import _api.py (once) and copy its public names into this package. A call made while
+    _api.py is being imported returns at once (the names come when it is done), in the same
+    thread; another thread waits for it (wait=True) or returns (wait=False, the finder's: it
+    runs holding an import lock that the loading thread may need)."""
+    namespace = globals()
+    if namespace.get("_full_api_loaded") or not _lock.acquire(blocking=wait):
+        return
+    try:
+        if namespace.get("_full_api_loaded") or _loading:
+            return
+        _loading.append(True)
+        try:
+            api = _importlib.import_module(__name__ + "._api")
+        finally:
+            _loading.clear()
+        namespace.update({k: v for k, v in vars(api).items() if not k.startswith("_")})
+        namespace["_full_api_loaded"] = True
+        if _FullApiFinder in _sys.meta_path:
+            _sys.meta_path.remove(_FullApiFinder)
+    finally:
+        _lock.release()
+
+
+class _AlreadyLoaded:
+    """The loader of a submodule that _api.py imported while the import system was looking for
+    it: hands over that module instead of running its file again, then steps aside."""
+
+    def __init__(self, module, loader):
+        self.module, self.loader = module, loader
+
+    def create_module(self, spec):
+        return self.module
+
+    def exec_module(self, module):
+        module.__spec__.loader = self.loader
+
+    def __getattr__(self, name):  # get_data, get_source, is_package, ...: the real loader's
+        return getattr(self.loader, name)
+
+
+class _FullApiFinder:
+    """Loads the full API when a submodule other than runtime/ is first imported."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        head, _, rest = name.partition(".")
+        if head != __name__ or not rest or rest.partition(".")[0] in _LIGHT or _loading:
+            return None
+        _load_full_api(wait=False)  # imports `name` too, if the API uses it
+        module = _sys.modules.get(name)
+        if module is None:  # a submodule outside the API (cli, demo): imported as usual
+            return None
+        # the import system returns module.__spec__ when the module appeared meanwhile
+        module.__spec__.loader = _AlreadyLoaded(module, module.__spec__.loader)
+        return module.__spec__
+
+
+_sys.meta_path.insert(0, _FullApiFinder)
+
+
+def __getattr__(name):
+    if name in _SUBMODULES:
+        return _importlib.import_module(f"{__name__}.{name}")
+    if name.startswith("__") and name != "__all__":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    _load_full_api()
+    namespace = globals()
+    if name == "__all__" and namespace.get("_full_api_loaded"):
+        namespace["__all__"] = sorted(k for k in namespace if not k.startswith("_"))
+    if name in namespace:
+        return namespace[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    _load_full_api()
+    return sorted(globals())
 
 
 def export_model(module, example_inputs, path, calibration_data=None):

@@ -1,0 +1,21 @@
+"""The device-side loader of minitorch_edge: runs a .mte model file on the C runtime
+(libmte_runtime.so) from Python with numpy and cffi only -- none of the training stack
+(tensor, ops, nn, graph) and no torch is imported.
+
+    import numpy as np
+    from minitorch_edge import runtime
+    with runtime.load("net.mte", threads=1) as model:
+        print(model.inputs, model.outputs, model.kernels)
+        y = model(np.zeros(model.inputs[0].shape, model.inputs[0].dtype))
+
+The library is found through $MTE_RUNTIME_LIBRARY, lib/ next to this package (installed), or
+native/build/ of a source checkout (`make -C native runtime`).
+"""
+from ._library import library_path  # noqa: F401
+from .errors import (LibraryNotFoundError, ModelClosedError, ModelFormatError,  # noqa: F401
+                     ModelRunError)
+from .model import KernelInfo, Model, TensorInfo, get_num_threads, load, set_num_threads  # noqa: F401
+
+__all__ = ["load", "Model", "TensorInfo", "KernelInfo", "ModelFormatError", "ModelRunError",
+           "ModelClosedError", "LibraryNotFoundError", "library_path", "set_num_threads",
+           "get_num_threads"]
