@@ -16,15 +16,6 @@
 /* ---- ops_quant.c ---------------------------------------------------------- */
 
 
-STUB(rt_prepare_DequantizeLinear)
-STUB(rt_prepare_QuantizeLinear)
-STUB(rt_prepare_mte_FakeQuantize)
-STUB(rt_prepare_mte_QLinearAdd)
-STUB(rt_prepare_mte_QLinearAveragePool)
-STUB(rt_prepare_mte_QLinearConv)
-STUB(rt_prepare_mte_QLinearGemm)
-STUB(rt_prepare_mte_QLinearGlobalAveragePool)
-STUB(rt_prepare_mte_Requantize)
 
 
 
