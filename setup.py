@@ -10,13 +10,20 @@ it needs two things setuptools cannot express declaratively:
 * an optional build: if there is no compiler, no pybind11, or the build fails, the install
   still succeeds (with a warning) and minitorch_edge runs on its numpy backend.
 
-Set MTE_NO_EXTENSION=1 to skip the extension on purpose.
+The same build also makes the C runtime's deliverables, with the same per-ISA flags and
+OpenMP, into the package: minitorch_edge/runtime/lib/libmte_runtime.so (libmte + runtime/,
+its API exported) and minitorch_edge/runtime/bin/mte-run (tools/, linked with those objects
+statically); the `mte-run` command (minitorch_edge/runtime/_cli.py) runs the latter. They
+are optional in the same way: without them the install succeeds and says so.
+
+Set MTE_NO_EXTENSION=1 to skip the extension (and so the runtime's files) on purpose.
 """
 import glob
 import os
 import platform
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -48,14 +55,21 @@ ISA_SOURCES = {
                [(s, DOTPROD_FLAGS) for s in _sources("src/arch/arm_dotprod/*.c")],
 }
 MACHINE_ALIASES = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}
+# the C runtime (runtime/, portable C11) and its command-line tools (tools/: mte-run)
+RUNTIME_SOURCES = _sources("runtime/*.c")
+TOOL_SOURCES = _sources("tools/*.c")
+PORTABLE_FLAGS = ["-std=c11", "-O3", "-g0", "-fPIC", "-fvisibility=hidden"]
 # MTE_EMBEDDED: libmte's symbols stay private to the extension module
-C_FLAGS = ["-std=c11", "-O3", "-g0", "-fPIC", "-fvisibility=hidden", "-DMTE_EMBEDDED"]
+C_FLAGS = PORTABLE_FLAGS + ["-DMTE_EMBEDDED"]
+# where the runtime's shared library and executable go, inside the package
+RUNTIME_PACKAGE = os.path.join("minitorch_edge", "runtime")
 
 
 def _warn(msg):
     sys.stderr.write(f"\nWARNING (minitorch_edge): {msg}\n"
-                     "minitorch_edge will be installed without its native extension and "
-                     "will use the numpy backend.\n\n")
+                     "minitorch_edge will be installed without its native extension (nor "
+                     "the C runtime's mte-run and libmte_runtime.so) and will use the numpy "
+                     "backend.\n\n")
 
 
 def _machine():
@@ -72,10 +86,16 @@ class OptionalBuildExt(build_ext):
     into the extension, and turns any failure into a warning."""
 
     def run(self):
+        self._runtime_files = []
         try:
             super().run()
         except Exception as exc:  # no compiler at all, broken toolchain, ...
             _warn(f"building the native extension failed: {exc}")
+        if self.inplace:  # setuptools builds in build_lib, then copies to the source tree
+            for rel in self._runtime_files:
+                target = os.path.join(HERE, rel)
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                self.copy_file(os.path.join(self.build_lib, rel), target)
 
     def build_extension(self, ext):
         try:
@@ -97,24 +117,59 @@ class OptionalBuildExt(build_ext):
             except Exception:
                 return False
 
+    def _compile(self, sources, output_dir, include_dirs, flags):
+        """Object files of [(source under native/, extra flags)], compiled in parallel."""
+        def one(item):
+            src, extra = item
+            return self.compiler.compile(
+                [os.path.join(NATIVE, src)], output_dir=output_dir, include_dirs=include_dirs,
+                extra_postargs=flags + extra, debug=self.debug)
+        jobs = max(1, min(len(sources), os.cpu_count() or 1))
+        with ThreadPoolExecutor(jobs) as pool:
+            return [obj for objs in pool.map(one, sources) for obj in objs]
+
     def _build_native(self, ext):
         if self.compiler.compiler_type == "msvc":
             raise RuntimeError("MSVC is not supported (libmte needs a GCC-compatible compiler)")
         openmp = ["-fopenmp"] if self._flag_works("-fopenmp") else []
         if not openmp:
             sys.stderr.write("minitorch_edge: compiler has no OpenMP; kernels will use 1 thread\n")
-        sources = [(s, []) for s in COMMON_SOURCES] + ISA_SOURCES.get(_machine(), [])
-        include_dirs = [os.path.join(NATIVE, "include"), os.path.join(NATIVE, "src")]
-        objects = []
-        for src, flags in sources:
-            objects += self.compiler.compile(
-                [os.path.join(NATIVE, src)], output_dir=self.build_temp,
-                include_dirs=include_dirs, extra_postargs=C_FLAGS + openmp + flags,
-                debug=self.debug)
+        sources = ([(s, []) for s in COMMON_SOURCES] + ISA_SOURCES.get(_machine(), []) +
+                   [(s, []) for s in RUNTIME_SOURCES])
+        include_dirs = [os.path.join(NATIVE, d) for d in ("include", "src", "runtime")]
+        objects = self._compile(sources, self.build_temp, include_dirs, C_FLAGS + openmp)
         ext.extra_objects = objects + list(ext.extra_objects or [])
         ext.extra_link_args = list(ext.extra_link_args or []) + openmp
         super().build_extension(ext)
         self._copy_into_source_tree(ext)
+        try:
+            self._build_runtime_files(sources, include_dirs, openmp)
+        except Exception as exc:
+            sys.stderr.write(f"\nWARNING (minitorch_edge): building libmte_runtime.so and "
+                             f"mte-run failed: {exc}\nminitorch_edge is installed without "
+                             "them (the mte-run command will say so).\n\n")
+
+    def _runtime_dir(self, sub):
+        return os.path.join(self.build_lib, RUNTIME_PACKAGE, sub)
+
+    def _build_runtime_files(self, sources, include_dirs, openmp):
+        """libmte_runtime.so and mte-run into minitorch_edge/runtime/{lib,bin}/: the same
+        sources and flags as _C's but compiled again without MTE_EMBEDDED (the shared
+        library exports the mte_* API, which _C's objects keep hidden)."""
+        tmp = os.path.join(self.build_temp, "runtime_exported")
+        objects = self._compile(sources, tmp, include_dirs, PORTABLE_FLAGS + openmp)
+        tools = self._compile([(s, []) for s in TOOL_SOURCES], tmp,
+                              include_dirs + [os.path.join(NATIVE, "tools")], PORTABLE_FLAGS)
+        link_args = openmp + ["-lpthread", "-lm"]
+        self.compiler.link_shared_object(objects, "libmte_runtime.so",
+                                         output_dir=self._runtime_dir("lib"),
+                                         extra_postargs=link_args)
+        self.compiler.link_executable(tools + objects, "mte-run",
+                                      output_dir=self._runtime_dir("bin"),
+                                      extra_postargs=link_args)
+        self._runtime_files = [os.path.join(RUNTIME_PACKAGE, "lib", "libmte_runtime.so"),
+                               os.path.join(RUNTIME_PACKAGE, "bin", "mte-run")]
+        sys.stderr.write("minitorch_edge: built " + " and ".join(self._runtime_files) + "\n")
 
     def _copy_into_source_tree(self, ext):
         """Also drop the built module next to the sources (like build_ext --inplace).
@@ -151,7 +206,8 @@ def extensions():
         # with the module's date: list every native file, so a change to any relinks _C
         depends=[os.path.join(NATIVE, f) for f in
                  _sources("src/*.c", "src/*.h", "src/arch/*/*.c", "include/*.h",
-                          "bindings/*.h")],
+                          "bindings/*.h", "runtime/*.c", "runtime/*.h", "tools/*.c",
+                          "tools/*.h")],
     )
     ext.optional = True
     return [ext]

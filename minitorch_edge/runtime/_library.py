@@ -7,7 +7,10 @@ file (an installed package); native/build/libmte_runtime.so of a source checkout
 """
 import os
 
-import cffi
+try:
+    import cffi
+except ImportError:  # the package installed without its `runtime` extra: lib() says so
+    cffi = None
 
 ENV_VAR = "MTE_RUNTIME_LIBRARY"
 LIB_NAME = "libmte_runtime.so"
@@ -44,8 +47,10 @@ int mte_set_num_threads(int n);
 int mte_get_num_threads(void);
 """
 
-ffi = cffi.FFI()
-ffi.cdef(CDEF)
+ffi = None
+if cffi is not None:
+    ffi = cffi.FFI()
+    ffi.cdef(CDEF)
 _lib = None
 
 
@@ -81,6 +86,9 @@ def library_path():
 def lib():
     """The opened library (opened on first use, then cached)."""
     global _lib
+    if ffi is None:
+        raise ImportError("minitorch_edge.runtime needs cffi: pip install \"minitorch-edge[runtime]\" "
+                          "(or pip install cffi)")
     if _lib is None:
         _lib = ffi.dlopen(library_path())
     return _lib
