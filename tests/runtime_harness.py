@@ -86,6 +86,9 @@ class CModel:
                         for k in range(lib.mte_model_num_nodes(h))]
 
     def __call__(self, *arrays):
+        want = self.lib.mte_model_num_inputs(self.handle)
+        if len(arrays) != want:
+            raise TypeError(f"the model takes {want} inputs, got {len(arrays)}")
         ins = [np.ascontiguousarray(a) for a in arrays]
         outs = [np.empty(shape, dtype) for shape, dtype in self.outputs]
         in_ptrs = (ctypes.c_void_p * max(1, len(ins)))(*[a.ctypes.data for a in ins])

@@ -203,10 +203,11 @@ def test_info(chain):
     r = mte_run(model, "--info", "--threads", 1)
     out = r.stdout
     for line in ["model: chain", "inputs: 1", "  x: float32 [2, 3, 4]", "outputs: 1",
-                 "  y: float32 [6, 4]", "nodes: 3", "arena bytes: ", "prepared bytes: 0",
+                 "  y: float32 [6, 4]", "nodes: 3", "arena bytes: ", "prepared bytes: ",
                  "threads: 1", "Relu -> elementwise", "Reshape -> view"]:
         assert line in out, (line, out)
     assert int(re.search(r"arena bytes: (\d+)", out).group(1)) > 0
+    assert int(re.search(r"prepared bytes: (\d+)", out).group(1)) >= 0
     assert len(re.findall(r"^  node \d+ ", out, re.M)) == 3
 
 
@@ -248,12 +249,13 @@ def test_model_errors(tmp_path):
     fails(tmp_path / "bad.mte", "--info", message="MTE_EFORMAT")
     (tmp_path / "empty.mte").write_bytes(b"")
     fails(tmp_path / "empty.mte", "--info")
-    g = Graph("unsupported")
-    g.add_input("x", (3,), "float32")
-    g.add_node("Sigmoid", ["x"], ["y"])
+    g = Graph("unsupported")                      # a computed conv weight: no C kernel
+    g.add_input("x", (1, 2, 5, 5), "float32")
+    g.add_input("w", (3, 2, 3, 3), "float32")
+    g.add_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3])
     g.set_outputs(["y"])
-    g.check().save(str(tmp_path / "sig.mte"))
-    fails(tmp_path / "sig.mte", "--info", message="Sigmoid")
+    g.check().save(str(tmp_path / "conv.mte"))
+    fails(tmp_path / "conv.mte", "--info", message="must be a constant")
 
 
 def test_wrong_inputs(chain, tmp_path):

@@ -116,7 +116,7 @@ int rt_prepare_mte_QLinearGemm(rt_prep *p);
 int rt_prepare_mte_QLinearGlobalAveragePool(rt_prep *p);
 int rt_prepare_mte_Requantize(rt_prep *p);
 
-/* ops_tensor.c */
+/* ops_tensor.c (views, movement), ops_elementwise.c, ops_cast.c, ops_reduce.c */
 int rt_prepare_Abs(rt_prep *p);
 int rt_prepare_Add(rt_prep *p);
 int rt_prepare_And(rt_prep *p);

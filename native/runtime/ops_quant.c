@@ -513,10 +513,12 @@ int rt_prepare_mte_QLinearGemm(rt_prep *p) {
 
 /* ---- QLinearAdd ------------------------------------------------------------------------------ */
 
+/* The add's 65,536 possible results, evaluated once at load (mte_qadd_table): a run is one
+ * lookup per element, bit-equal to the arithmetic. */
 static int run_qadd(const rt_step *s, void *const *ptr) {
   int64_t n = s->model->values[s->node->outputs[0]].numel;
-  return mte_qadd(s->state, n, ptr[s->node->inputs[0]], ptr[s->node->inputs[3]],
-                  ptr[s->node->outputs[0]]);
+  return mte_qadd_lookup(n, ptr[s->node->inputs[0]], ptr[s->node->inputs[3]], s->state,
+                         ptr[s->node->outputs[0]]);
 }
 
 int rt_prepare_mte_QLinearAdd(rt_prep *p) {
@@ -545,9 +547,13 @@ int rt_prepare_mte_QLinearAdd(rt_prep *p) {
                           &q->y_shift)))
     return st;
   if ((st = rt_expect_output_like(p, 0, 0))) return st;
-  p->step->state = q;
+  int8_t *table = rt_state_alloc_aligned(p, 65536);
+  if (!table) return MTE_ENOMEM;
+  if ((st = mte_qadd_table(q, table)))
+    return rt_node_fail(p, st, "the add's parameters are out of range");
+  p->step->state = table;
   p->step->run = run_qadd;
-  p->step->kernel = "qadd";
+  p->step->kernel = "qadd (lookup)";
   return MTE_OK;
 }
 
