@@ -219,7 +219,9 @@ static int escape(parser *p, size_t end, size_t *i, unsigned char *o, size_t *ol
     *i += 2;
     return MTE_OK;
   }
-  if (c != 'u') return fail(p, MTE_EFORMAT, "invalid escape \\%c in a string", c);
+  if (c != 'u')
+    return c >= 0x20 && c < 0x7f ? fail(p, MTE_EFORMAT, "invalid escape \\%c in a string", c)
+                                 : fail(p, MTE_EFORMAT, "invalid escape (byte 0x%02X) in a string", c);
   unsigned cp, lo;
   if (*i + 6 > end || !hex4(p->s + *i + 2, &cp))
     return fail(p, MTE_EFORMAT, "\\u needs 4 hex digits");
