@@ -30,7 +30,6 @@ weights with non-trivial BatchNorm statistics, as bench/models.py builds them), 
 """
 import argparse
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -40,15 +39,15 @@ import time
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _HERE)
-import models as bench_models  # noqa: E402  (re-exec, zoo + twins, ONNX export, timing)
+import models as bench_models
 
 if __name__ == "__main__":
     bench_models._reexec_if_needed(sys.argv[1:], __file__)
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-import minitorch_edge as mte  # noqa: E402
-from minitorch_edge import graph, quant, runtime  # noqa: E402
+import minitorch_edge as mte
+from minitorch_edge import graph, quant, runtime
 
 ROOT = os.path.dirname(_HERE)
 MTE_RUN = os.path.join(ROOT, "native", "build", "mte-run")
@@ -56,7 +55,7 @@ ort = bench_models.ort
 
 
 def _quant_module():
-    import quant as bench_quant   # bench/quant.py: onnxruntime's QDQ quantization
+    import quant as bench_quant  # bench/quant.py: onnxruntime's QDQ quantization
     return bench_quant
 
 

@@ -160,5 +160,13 @@ def op_graph(op, inputs, constants=(), n_outputs=1, **attrs):
     return g.check()
 
 
-__all__ = ["CModel", "CRuntimeError", "check_c", "library", "load_c", "op_graph", "run_c",
-           "graph"]
+__all__ = [
+    "CModel",
+    "CRuntimeError",
+    "check_c",
+    "graph",
+    "library",
+    "load_c",
+    "op_graph",
+    "run_c",
+]

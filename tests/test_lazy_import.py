@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-
 from runtime_harness import ROOT
 
 CHECK_FULL = """

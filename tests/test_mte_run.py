@@ -208,7 +208,7 @@ def test_info(chain):
         assert line in out, (line, out)
     assert int(re.search(r"arena bytes: (\d+)", out).group(1)) > 0
     assert int(re.search(r"prepared bytes: (\d+)", out).group(1)) >= 0
-    assert len(re.findall(r"^  node \d+ ", out, re.M)) == 3
+    assert len(re.findall(r"^  node \d+ ", out, re.MULTILINE)) == 3
 
 
 def test_threads_changes_nothing(chain, tmp_path):

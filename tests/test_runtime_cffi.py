@@ -9,14 +9,13 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 import time
 
 import numpy as np
 import pytest
+from runtime_harness import LIB, ROOT, library, op_graph
 
 from minitorch_edge.graph import Graph
-from runtime_harness import LIB, ROOT, library, op_graph
 
 rt = pytest.importorskip("minitorch_edge.runtime")
 pytest.importorskip("cffi")

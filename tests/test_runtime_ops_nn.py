@@ -1,13 +1,13 @@
-"""The C runtime's neural-network ops (native/runtime/ops_nn.c) against the Python reference
+"""The C runtime's neural-network ops (native/runtime/ops_gemm.c and ops_nn.c) against the Python reference
 (graph.run_reference): every convolution route the C side chooses (depthwise 3x3, general
 depthwise, direct, Winograd, im2col + GEMM) with its epilogues, Gemm / GEMV / MatMul, pooling,
 normalization, attention and Pad; the zoo's float graphs end to end; malformed nodes refused
 with a message naming the node."""
 import numpy as np
 import pytest
+from runtime_harness import CRuntimeError, check_c, load_c, op_graph
 
 from minitorch_edge import graph, models
-from runtime_harness import CRuntimeError, check_c, load_c, op_graph
 
 RNG = np.random.default_rng(7)
 ACTS = ["none", "relu", "relu6", "gelu", "gelu_tanh", "silu", "hardswish"]

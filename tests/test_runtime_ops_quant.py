@@ -1,14 +1,13 @@
 """The C runtime's int8 ops (native/runtime/ops_quant.c) against the Python executor, bit for
 bit: one-node graphs over seeded shapes and parameters, malformed nodes (MTE_EFORMAT naming
-the node), and whole int8 zoo models (skipped while ops_nn.c's MaxPool / Gemm / ... are
-missing in C)."""
+the node), and whole int8 zoo models."""
 import ctypes
 
 import numpy as np
 import pytest
+from runtime_harness import CRuntimeError, check_c, load_c, op_graph
 
 from minitorch_edge.graph import Graph
-from runtime_harness import CRuntimeError, check_c, load_c, op_graph
 
 EFORMAT, EUNSUPPORTED = -8, -4
 F32, I8 = np.float32, np.int8
@@ -374,19 +373,10 @@ def int8_model(name):
     return quant.quantize(m, [x]), x
 
 
-OTHER_OPS = ("MaxPool", "Reshape", "Flatten", "GlobalAveragePool", "Gemm", "Conv", "Add",
-             "Relu", "Clip", "Squeeze", "Transpose", "Concat")
-
-
 @pytest.mark.parametrize("name", ["smallcnn", "mobilenet_v2", "resnet18"])
 def test_int8_models_bit_exact(name):
     g, x = int8_model(name)
-    try:
-        model = load_c(g)
-    except CRuntimeError as e:
-        if e.status == EUNSUPPORTED and any(f"({op})" in e.message for op in OTHER_OPS):
-            pytest.skip(f"an op outside ops_quant.c has no C kernel yet: {e.message}")
-        raise
+    model = load_c(g)
     want = g.run(x)
     want = list(want) if isinstance(want, tuple) else [want]
     for got, ref in zip(model(x), want):

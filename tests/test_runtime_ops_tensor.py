@@ -7,9 +7,10 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
-
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from runtime_harness import CRuntimeError, check_c, load_c, op_graph
+
 from minitorch_edge import graph, models
 from minitorch_edge.graph import Graph
 
@@ -472,27 +473,15 @@ def _transformer_graph():
     return m, x, graph.trace(m, x).optimize()
 
 
-OTHER_OWNERS = ("LayerNormalization", "MatMul", "mte.Attention", "Gemm", "QuantizeLinear",
-                "DequantizeLinear", "mte.QLinear")
-
-
 def test_transformer_classifier_end_to_end():
     _, x, g = _transformer_graph()
-    try:
-        check_c(g, [x], rtol=1e-4, atol=1e-5)
-    except CRuntimeError as e:
-        if e.status == EUNSUPPORTED and any(f"({op}" in e.message for op in OTHER_OWNERS):
-            pytest.skip(f"needs another file's kernel: {e.message}")
-        raise
+    check_c(g, [x], rtol=1e-4, atol=1e-5)
 
 
 def _int8_graph():
-    quant = pytest.importorskip("minitorch_edge.quant")
+    from minitorch_edge import quant
     m, x, _ = _transformer_graph()
-    try:
-        return x, quant.quantize(m, [x])
-    except Exception as e:   # noqa: BLE001 - the quantizer may not take this model
-        pytest.skip(f"quant.quantize does not take the TransformerClassifier: {e}")
+    return x, quant.quantize(m, [x])
 
 
 MINE = {"Gather", "Add", "Split", "Squeeze", "Transpose", "ReduceMean", "Relu", "Reshape"}
@@ -525,12 +514,7 @@ def test_transformer_classifier_nodes_one_by_one(which):
 
 def test_transformer_classifier_int8():
     x, g = _int8_graph()
-    try:
-        check_c(g, [x], rtol=1e-4, atol=1e-4)
-    except CRuntimeError as e:
-        if e.status == EUNSUPPORTED and any(f"({op}" in e.message for op in OTHER_OWNERS):
-            pytest.skip(f"needs another file's kernel: {e.message}")
-        raise
+    check_c(g, [x], rtol=1e-4, atol=1e-4)
 
 
 # ---- malformed nodes --------------------------------------------------------------------------

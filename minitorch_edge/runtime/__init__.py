@@ -13,12 +13,27 @@ native/build/ of a source checkout (`make -C native runtime`); the `mte-run` pro
 mte_run_path() ($MTE_RUN, bin/ next to this package, or native/build/). cffi is needed once a
 model is loaded (`pip install "minitorch-edge[runtime]"`), not to import this package.
 """
-from ._cli import binary as mte_run_path  # noqa: F401  (the mte-run executable, or None)
-from ._library import library_path  # noqa: F401
-from .errors import (LibraryNotFoundError, ModelClosedError, ModelFormatError,  # noqa: F401
-                     ModelRunError)
-from .model import KernelInfo, Model, TensorInfo, get_num_threads, load, set_num_threads  # noqa: F401
+from ._cli import binary as mte_run_path
+from ._library import library_path
+from .errors import (
+                     LibraryNotFoundError,
+                     ModelClosedError,
+                     ModelFormatError,
+                     ModelRunError,
+)
+from .model import KernelInfo, Model, TensorInfo, get_num_threads, load, set_num_threads
 
-__all__ = ["load", "Model", "TensorInfo", "KernelInfo", "ModelFormatError", "ModelRunError",
-           "ModelClosedError", "LibraryNotFoundError", "library_path", "mte_run_path",
-           "set_num_threads", "get_num_threads"]
+__all__ = [
+                     "KernelInfo",
+                     "LibraryNotFoundError",
+                     "Model",
+                     "ModelClosedError",
+                     "ModelFormatError",
+                     "ModelRunError",
+                     "TensorInfo",
+                     "get_num_threads",
+                     "library_path",
+                     "load",
+                     "mte_run_path",
+                     "set_num_threads",
+]

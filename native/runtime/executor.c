@@ -99,6 +99,15 @@ int rt_expect_output_like(const rt_prep *p, int i, int j) {
   return rt_expect_output(p, i, in->dtype, in->ndim, in->shape);
 }
 
+int rt_expect_vector(const rt_prep *p, int i, int64_t n, int optional, const char *what) {
+  const rt_value *v = rt_input(p, i);
+  if (!v) return optional ? MTE_OK : rt_node_fail(p, MTE_EFORMAT, "%s is required", what);
+  if (v->dtype != MTE_DTYPE_FLOAT32 || v->ndim != 1 || v->shape[0] != n)
+    return rt_node_fail(p, MTE_EFORMAT, "%s must be float32 [%lld], is %s with %d dims", what,
+                        (long long)n, mte_dtype_name(v->dtype), v->ndim);
+  return MTE_OK;
+}
+
 static int attr_type_fail(const rt_prep *p, const char *name, const char *want) {
   return rt_node_fail(p, MTE_EFORMAT, "attribute \"%s\" must be %s", name, want);
 }

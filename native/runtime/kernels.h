@@ -60,6 +60,9 @@ int rt_expect_arity(const rt_prep *p, int required, int max_inputs, int outputs)
 int rt_expect_dtype(const rt_prep *p, int i, mte_dtype dtype);
 /* Input i is a constant (MTE_UNSUPPORTED otherwise: "input i must be a constant"). */
 int rt_expect_const(const rt_prep *p, int i);
+/* Input i is a float32 vector [n] (`what` names it in the message); absent is fine when
+ * optional. */
+int rt_expect_vector(const rt_prep *p, int i, int64_t n, int optional, const char *what);
 /* Output i was declared with this dtype and shape; MTE_EFORMAT naming both otherwise. */
 int rt_expect_output(const rt_prep *p, int i, mte_dtype dtype, int ndim, const int64_t *shape);
 /* Output i is like input j (same dtype and shape). */
@@ -91,7 +94,7 @@ void *rt_state_alloc_aligned(const rt_prep *p, size_t bytes);
 
 /* rt_prepare_fn is declared in model_internal.h: int (*)(rt_prep *p). */
 
-/* ops_nn.c */
+/* ops_gemm.c (Conv, mte.ConvAct, Gemm, mte.GemmAct, MatMul) and ops_nn.c (the rest) */
 int rt_prepare_AveragePool(rt_prep *p);
 int rt_prepare_BatchNormalization(rt_prep *p);
 int rt_prepare_Conv(rt_prep *p);
