@@ -90,6 +90,13 @@ void *rt_state_alloc(const rt_prep *p, size_t bytes);
 /* 64-byte aligned, zeroed, from the pool too (for packed weights). */
 void *rt_state_alloc_aligned(const rt_prep *p, size_t bytes);
 
+/* A Conv node's ONNX geometry attributes (kernel_shape, strides, pads [t, l, b, r],
+ * dilations, group) checked against X and W, as a libmte descriptor with its output size
+ * (ops_gemm.c; mte.QLinearConv uses it too). */
+struct mte_conv2d_desc;
+int rt_conv_desc(const rt_prep *p, const rt_value *x, const rt_value *w,
+                 struct mte_conv2d_desc *d);
+
 /* ---- the prepare functions of each op (defined in the ops_*.c files) ------------------ */
 
 /* rt_prepare_fn is declared in model_internal.h: int (*)(rt_prep *p). */

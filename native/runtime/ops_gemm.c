@@ -94,8 +94,9 @@ static int run_conv(const rt_step *s, void *const *ptr) {
   return MTE_EINVAL;
 }
 
-/* The ONNX geometry attributes of a Conv node into a descriptor (output size included). */
-static int conv_desc(rt_prep *p, const rt_value *x, const rt_value *w, mte_conv2d_desc *d) {
+/* The ONNX geometry attributes of a Conv node into a descriptor (output size included);
+ * also mte.QLinearConv's (kernels.h). */
+int rt_conv_desc(const rt_prep *p, const rt_value *x, const rt_value *w, mte_conv2d_desc *d) {
   static const int64_t ones[2] = {1, 1}, zeros[4] = {0, 0, 0, 0};
   const int64_t *strides, *dil, *pads, *ks;
   int64_t group, nks;
@@ -209,7 +210,7 @@ static int prepare_conv(rt_prep *p, int fused) {
   if (!c) return MTE_ENOMEM;
   c->act = MTE_ACT_NONE;
   if (fused && (st = activation_of(p, &c->act))) return st;
-  if ((st = conv_desc(p, rt_input(p, 0), rt_input(p, 1), &c->d))) return st;
+  if ((st = rt_conv_desc(p, rt_input(p, 0), rt_input(p, 1), &c->d))) return st;
   const mte_conv2d_desc *d = &c->d;
   if ((st = rt_expect_vector(p, 2, d->out_channels, 1, "B"))) return st;
   int64_t shape[4] = {d->batch, d->out_channels, d->out_h, d->out_w};

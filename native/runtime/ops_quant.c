@@ -418,38 +418,11 @@ static int run_qconv(const rt_step *s, void *const *ptr) {
                          ptr[s->node->outputs[0]], NULL);
 }
 
-/* Conv's geometry attributes (ONNX: pads [top, left, bottom, right]) into the descriptor. */
+/* Conv's geometry attributes (rt_conv_desc), and a reduction the int8 kernels can take. */
 static int conv_geometry(const rt_prep *p, const rt_value *x, const rt_value *w,
                          mte_conv2d_desc *d) {
-  static const int64_t ones[2] = {1, 1}, zeros[4] = {0, 0, 0, 0};
-  const int64_t *ks, *strides, *pads, *dil;
-  int64_t nks, group;
-  int st;
-  if ((st = rt_attr_ints(p, "kernel_shape", 2, w->shape + 2, &ks, &nks)) ||
-      (st = rt_attr_ints(p, "strides", 2, ones, &strides, NULL)) ||
-      (st = rt_attr_ints(p, "pads", 4, zeros, &pads, NULL)) ||
-      (st = rt_attr_ints(p, "dilations", 2, ones, &dil, NULL)) ||
-      (st = rt_attr_int(p, "group", 1, &group)))
-    return st;
-  if (group < 1 || x->shape[1] != w->shape[1] * group || w->shape[0] % group)
-    return rt_node_fail(p, MTE_EFORMAT, "X has %lld channels, W [%lld, %lld, ...] with group=%lld "
-                        "does not fit", (long long)x->shape[1], (long long)w->shape[0],
-                        (long long)w->shape[1], (long long)group);
-  if (nks != 2 || ks[0] != w->shape[2] || ks[1] != w->shape[3])
-    return rt_node_fail(p, MTE_EFORMAT, "kernel_shape differs from W's");
-  for (int i = 0; i < 4; ++i)
-    if (pads[i] < 0 || (i < 2 && (strides[i] < 1 || dil[i] < 1)))
-      return rt_node_fail(p, MTE_EFORMAT, "strides and dilations must be >= 1, pads >= 0");
-  *d = (mte_conv2d_desc){x->shape[0], x->shape[1], x->shape[2], x->shape[3], w->shape[0],
-                         w->shape[2], w->shape[3], 0, 0, strides[0], strides[1], pads[0],
-                         pads[2], pads[1], pads[3], dil[0], dil[1], group};
-  d->out_h = mte_conv2d_output_size(d->in_h, d->kernel_h, d->stride_h, d->pad_top,
-                                    d->pad_bottom, d->dilation_h);
-  d->out_w = mte_conv2d_output_size(d->in_w, d->kernel_w, d->stride_w, d->pad_left,
-                                    d->pad_right, d->dilation_w);
-  if (d->out_h <= 0 || d->out_w <= 0)
-    return rt_node_fail(p, MTE_EFORMAT, "the output would be empty (%lldx%lld)",
-                        (long long)d->out_h, (long long)d->out_w);
+  int st = rt_conv_desc(p, x, w, d);
+  if (st) return st;
   if (w->shape[1] * w->shape[2] * w->shape[3] > MTE_QMAX_K)
     return rt_node_fail(p, MTE_EFORMAT, "the reduction length exceeds %d", MTE_QMAX_K);
   return MTE_OK;
