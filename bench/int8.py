@@ -3,7 +3,8 @@
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/int8.py [--repeats N] [--json F]
 
 Rows (the shapes of bench/kernels.py):
-* conv 3x3 and 1x1: backend.qconv2d (weights prepacked once, cached) against backend.conv2d
+* conv 3x3 and 1x1 (kernels.py's, then INT8_CASES): backend.qconv2d (weights prepacked once,
+  cached) against backend.conv2d
   with inference=True (prepacked panels or Winograd's cached U, whichever the dispatcher
   picks), ratio = float ms / int8 ms, and the int8 GEMM's GOPS against the peak of the
   active ISA's int8 microkernel step (_C.peak_gops_int8: VPDPBUSD chains on VNNI);
@@ -27,6 +28,13 @@ from minitorch_edge import _C, backend
 from minitorch_edge.backend import numpy_int8
 
 
+# the short-K 1x1 expansions of MobileNetV2 and the stride-2 3x3 of ResNet-18 (kernels.py's
+# row layout: name, N, C, K, H, kernel, stride, groups)
+INT8_CASES = [("conv1x1 24->144 56^2", 1, 24, 144, 56, 1, 1, 1),
+              ("conv1x1 32->192 28^2", 1, 32, 192, 28, 1, 1, 1),
+              ("conv3x3 64->128 56^2 s2", 1, 64, 128, 56, 3, 2, 1),
+              ("conv3x3 128->256 28^2 s2", 1, 128, 256, 28, 3, 2, 1)]
+
 # MobileNetV2's depthwise 3x3 layers (pad 1): C, H, stride
 MNV2_DW = [(96, 112, 2), (144, 56, 1), (144, 56, 2), (192, 28, 1), (192, 28, 2), (384, 14, 1),
            (576, 14, 1), (576, 14, 2), (960, 7, 1)]
@@ -35,7 +43,8 @@ MNV2_DW = [(96, 112, 2), (144, 56, 1), (144, 56, 2), (192, 28, 1), (192, 28, 2),
 def case_rows(repeats):
     rng = np.random.default_rng(0)
     rows = []
-    cases = CONV_CASES + [(f"mnv2 dw C={c} {h}^2 s{s}", 1, c, c, h, 3, s, c) for c, h, s in MNV2_DW]
+    cases = CONV_CASES + INT8_CASES + [(f"mnv2 dw C={c} {h}^2 s{s}", 1, c, c, h, 3, s, c)
+                                       for c, h, s in MNV2_DW]
     for name, n, c, k, h, ks, s, g in cases:
         p = ks // 2
         x = rng.standard_normal((n, c, h, h)).astype(np.float32)

@@ -108,18 +108,24 @@ def latency(files, threads, repeats, warmup):
 
 
 # ---- 3. memory and 5. startup: child processes --------------------------------------------------
+GNU_TIME = "/usr/bin/time"
+
+
 def peak_rss_and_wall(argv, env=None):
-    """(peak resident set in bytes, wall seconds, return code) of one child process."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    err = proc.stderr.read().decode()
-    proc.stderr.close()
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): {err.strip()[:300]}")
-    return usage.ru_maxrss * 1024, wall
+    """(peak resident set in bytes, wall seconds) of one child process, measured by GNU time
+    (`time -f %M`: a small launcher, so the child's high-water mark is its own and not that of
+    this large Python process it would otherwise be forked from)."""
+    if not os.path.exists(GNU_TIME):
+        raise RuntimeError("bench/runtime.py measures memory with GNU time: apt-get install time")
+    with tempfile.NamedTemporaryFile("r", suffix=".rss") as out:
+        t0 = time.perf_counter()
+        done = subprocess.run([GNU_TIME, "-f", "%M", "-o", out.name] + argv,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+        wall = time.perf_counter() - t0
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(argv)} failed ({done.returncode}): "
+                               f"{done.stderr.decode(errors='replace').strip()[:300]}")
+        return int(out.read().split()[-1]) * 1024, wall
 
 
 ORT_ONCE = """import sys, numpy as np, onnxruntime as ort
@@ -197,6 +203,22 @@ def runtime_sizes():
 
 
 # ---- the report ---------------------------------------------------------------------------------
+def _cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return "?"
+
+
+def _isa():
+    try:
+        from minitorch_edge import _C
+        return _C.active_isa()
+    except (ImportError, AttributeError):
+        return "?"
+
+
 def _mb(n):
     return f"{n / 1e6:.2f} MB"
 
@@ -205,7 +227,7 @@ def report(args, results, sizes_rows, proc_rows, arena):
     lines = [f"# The C runtime against onnxruntime and the Python executor ({time.strftime('%Y-%m-%d')})",
              "", f"`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/runtime.py "
              f"{' '.join(args.argv)}`", "",
-             f"CPU: {mte.backend.describe() if hasattr(mte.backend, 'describe') else ''}",
+             f"CPU: {_cpu_name()}; libmte ISA: {_isa()}",
              f"size {args.size}, batch 1, medians of {args.repeats} interleaved rounds; ratios "
              "of medians in this run (C / X < 1: the C runtime is faster).", "",
              "## 1. Latency (ms)", "",

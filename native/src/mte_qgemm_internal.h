@@ -6,11 +6,12 @@
  * One int8 GEMM per (image, group): Y (Og x P) = W (Og x K) @ X (K x P), output channels
  * down the rows and pixels across, so a tile's rows share one channel's requantization and
  * its columns are contiguous NCHW pixels. X is read by a `qsrc`: rows of x (1x1 stride 1 and
- * mte_qgemm), im2col of x (other convs: the column matrix is never stored, only the block
- * being packed), x transposed (qlinear: a pixel is a row of x), or, for stride-1 convs,
- * rows of x padded into planes of width Wp = W + pl + pr ("flat" rows: output pixel
- * f = r*Wp + s reads xpad[c][f + i*dh*Wp + j*dw], so each im2col row is one contiguous run;
- * the Wp - Wo columns past each output row are computed and dropped).
+ * mte_qgemm), im2col of x (convs of stride > 2, 1x1 of stride 2: the column matrix is never
+ * stored, only the block being packed), x transposed (qlinear: a pixel is a row of x), or,
+ * for strides <= 2, x padded into planes split in sh x sw phases of Hq x Wq (Wq = ceil((W +
+ * pl + pr) / sw)): "flat" rows, output pixel f = r*Wq + s reads, for tap (i, j), phase
+ * ((i*dh) % sh, (j*dw) % sw) at f + (i*dh / sh)*Wq + j*dw / sw, so each im2col row is one
+ * contiguous run; the Wq - Wo columns past each output row are computed and dropped.
  */
 #ifndef MTE_QGEMM_INTERNAL_H
 #define MTE_QGEMM_INTERNAL_H
@@ -37,15 +38,19 @@ typedef struct qsrc {
   const int8_t *x; /* ROWS: row k at x + k*ld; TRANS: column j at x + j*ld; IM2COL: plane 0 */
   int64_t ld;
   const conv_geom *g; /* IM2COL, FLAT */
-  int64_t wp;         /* FLAT: padded row width; ld: padded plane size */
+  int64_t wq, pq;     /* FLAT: phase row width and phase size; ld: all phases of a channel */
   uint8_t pad;        /* the padding byte (x_zp), before the xor */
   uint8_t flip;       /* 0x80 when the kernel takes x + 128, else 0 */
 } qsrc;
 
-/* pack columns [j0, j0 + nc) of X (K rows, kg groups) into ceil(nc / nr) panels at dst
+/* pack columns [j0, j0 + nc) of X (K rows, kg groups) into ceil(nc / nr) panels of the
+ * kernel kern at dst
  * (panel q at dst + q*kg*nr*4); rows: 4 scratch rows of nc bytes (IM2COL) */
-MTE_HIDDEN void mte__qpack_x(const qsrc *s, int64_t K, int64_t kg, int nr, int64_t j0,
-                             int64_t nc, uint8_t *dst, uint8_t *rows);
+MTE_HIDDEN void mte__qpack_x(const qsrc *s, int64_t K, int64_t kg, const mte_qgemm_kernel *kern,
+                             int64_t j0, int64_t nc, uint8_t *dst, uint8_t *rows);
+
+/* even[k] = x[2k], odd[k] = x[2k + 1] for the n bytes of x (the stride-2 phases) */
+MTE_HIDDEN void mte__qsplit2(const int8_t *x, int64_t n, int8_t *even, int8_t *odd);
 
 /* one GEMM: M rows of packed weights against the N columns of src */
 typedef struct qgemm_job {
@@ -74,9 +79,10 @@ MTE_HIDDEN int mte__qplan_make(int64_t O, int64_t Cg, int64_t kh, int64_t kw, in
 /* the requantization arguments valid for `channels` outputs (MTE_OK / MTE_EINVAL) */
 MTE_HIDDEN int mte__qcheck_requant(const mte_requant *rq, int64_t channels);
 /* chan[o] for o < O (padded with copies of channel 0 up to `padded`), given the plan's
- * row sums and the x zero point */
+ * row sums and the x zero point, for dot products of K terms (the bias folded when it can) */
 MTE_HIDDEN void mte__qchan_fill(mte_qchan *chan, int64_t O, int64_t padded, const int32_t *wsum,
-                                int32_t x_comp, const int32_t *bias, const mte_requant *rq);
+                                int32_t x_comp, const int32_t *bias, const mte_requant *rq,
+                                int64_t K);
 
 /* scratch memory: the caller's arena or the default one */
 typedef struct qscratch {

@@ -78,9 +78,13 @@ static inline int mte__q_act_ok(int32_t lo, int32_t hi) {
  *   dot = acc + comp (mod 2^32: the zero-point compensation; dot itself always fits int32)
  *   s   = saturate(dot + bias) = clamp(dot, blo, bhi) + bias  (blo/bhi: the bias's room)
  *   y   = clamp(mbqm(s, mult, left, right), lo - zp, hi - zp) + zp
- * left/right: the shift split into its positive and negative parts. */
+ * left/right: the shift split into its positive and negative parts.
+ * When |dot| <= dmax cannot reach saturation with this bias, mte__qchan_fold adds the bias
+ * into comp (blo, bhi, bias become INT32_MIN, INT32_MAX, 0: the same arithmetic) and marks
+ * the channel `fast` if also left == 0 and 1 <= right <= 23: the SIMD requantizations may
+ * then skip the clamps and round once in 64 bits (mte_qrequant_x86.h). */
 typedef struct mte_qchan {
-  int32_t comp, blo, bhi, bias, mult, left, right, pad;
+  int32_t comp, blo, bhi, bias, mult, left, right, fast;
 } mte_qchan;
 
 /* the channel's fields for this bias, multiplier, shift and compensation */
@@ -89,6 +93,14 @@ static inline mte_qchan mte__qchan(int32_t bias, int32_t mult, int32_t shift, in
                  bias > 0 ? INT32_MAX - bias : INT32_MAX, bias, mult,
                  shift > 0 ? shift : 0, shift < 0 ? -shift : 0, 0};
   return c;
+}
+
+/* the bias folded into comp when |acc + comp| <= dmax leaves it no overflow */
+static inline void mte__qchan_fold(mte_qchan *c, int64_t dmax) {
+  const int64_t b = c->bias;
+  if ((b < 0 ? -b : b) > INT32_MAX - dmax) return;
+  *c = (mte_qchan){(int32_t)(c->comp + b), INT32_MIN, INT32_MAX, 0, c->mult, c->left,
+                   c->right, c->left == 0 && c->right >= 1 && c->right <= 23};
 }
 
 static inline int8_t mte__requant(int32_t acc, const mte_qchan *c, int32_t zp, int32_t lo,
@@ -119,6 +131,10 @@ typedef struct mte_qgemm_kernel {
   int x_offset;                        /* 0: x packed signed; 128: x ^ 0x80 */
   void (*ukernel)(const mte_qtile *t); /* any tile, any (rs, cs) */
   double (*dot_peak)(int64_t rounds);  /* optional: int8 ops of a register-only loop */
+  /* optional: 4 rows of x (r[t] + c, ^ flip) into the panels' k group at dst (panels pstride
+   * bytes apart), for the first columns in steps of its choice; returns the columns done */
+  int64_t (*pack4)(const uint8_t *const r[4], int64_t nc, int64_t pstride, uint8_t flip,
+                   uint8_t *dst);
 } mte_qgemm_kernel;
 
 #define MTE_QMAX_MR 16

@@ -6,8 +6,10 @@
  *     Y[n,g] (Og x Ho*Wo) = W[g] (Og x Cg*kh*kw) @ cols[n,g] (Cg*kh*kw x Ho*Wo)
  * cols is never stored: its blocks are packed straight from x (im2col folded into the
  * packing, padded with x_zp so padded taps contribute 0); a 1x1 stride-1 unpadded conv
- * packs rows of x, which is its cols; other stride-1 convs copy x into padded planes once
- * and pack contiguous runs of them (QSRC_FLAT, mte_qgemm_internal.h). The weights come prepacked (mte_qconv2d_prepare).
+ * packs rows of x, which is its cols; other convs of strides <= 2 copy x into padded planes
+ * once, split in stride phases, and pack contiguous runs of them (QSRC_FLAT,
+ * mte_qgemm_internal.h); larger strides (and 1x1 stride 2) gather im2col rows. The weights
+ * come prepacked (mte_qconv2d_prepare).
  * Work items are (image, group, column block), shared by the threads.
  */
 #include <stdlib.h>
@@ -62,13 +64,13 @@ int mte_qconv2d_run(const mte_qconv2d_plan *p, const mte_conv2d_desc *d, const i
   mte_qchan *chan = (mte_qchan *)malloc((size_t)(dw ? g.K : padded) * sizeof(mte_qchan));
   if (!chan) return MTE_ENOMEM;
   /* the channels of each group, padded to its panels (depthwise: one per channel) */
-  if (dw) mte__qchan_fill(chan, g.K, g.K, NULL, 0, bias, rq);
+  if (dw) mte__qchan_fill(chan, g.K, g.K, NULL, 0, bias, rq, 9);
   for (int64_t gi = 0; gi < (dw ? 0 : g.G); ++gi) {
     mte_requant sub = *rq;
     sub.multiplier += gi * g.Kg, sub.shift += gi * g.Kg;
     mte__qchan_fill(chan + gi * p->panels * k->mr, g.Kg, p->panels * k->mr,
                     p->wsum + gi * g.Kg, x_zp + k->x_offset,
-                    bias ? bias + gi * g.Kg : NULL, &sub);
+                    bias ? bias + gi * g.Kg : NULL, &sub, p->K);
   }
   if (dw) {
     st = mte__qdepthwise3x3(&g, p, x, x_zp, chan, rq, y, arena);
@@ -78,14 +80,19 @@ int mte_qconv2d_run(const mte_qconv2d_plan *p, const mte_conv2d_desc *d, const i
 
   const int pointwise = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 &&
                         g.pl == 0 && g.Ho == g.H && g.Wo == g.W;
-  const int flat = !pointwise && g.sh == 1 && g.sw == 1;
-  /* flat: x copied into padded planes (Hp x Wp, padding x_zp, a tail for the last taps) */
-  const int64_t wp = g.W + g.pl + g.pr, hp = g.Ho + (g.kh - 1) * g.dh;
-  const int64_t fplane = flat ? rup(hp * wp + (g.kw - 1) * g.dw + 64, 64) : 0;
-  const int64_t ncols = flat ? g.Ho * wp : g.HW;
+  /* flat: x copied into padded planes split in sh x sw phases (padded row rho, column kappa
+   * at phase (rho % sh, kappa % sw), element (rho / sh) * wq + kappa / sw; padding x_zp, a
+   * tail for the last taps), so every tap of output f = r * wq + s is a fixed offset; not
+   * for a 1-tap dimension of stride 2 (most of the copy would never be read) */
+  const int flat = !pointwise && g.sh <= 2 && g.sw <= 2 && (g.sh == 1 || g.kh > 1) &&
+                   (g.sw == 1 || g.kw > 1);
+  const int64_t wq = cdiv(g.W + g.pl + g.pr, g.sw), hq = g.Ho + (g.kh - 1) * g.dh / g.sh;
+  const int64_t pq = hq * wq;
+  const int64_t fplane = flat ? rup(g.sh * g.sw * pq + (g.kw - 1) * g.dw / g.sw + 64, 64) : 0;
+  const int64_t ncols = flat ? g.Ho * wq : g.HW;
   qgemm_job job = {k, g.Kg, ncols, p->K, p->kg, NULL, NULL,
                    {pointwise ? QSRC_ROWS : flat ? QSRC_FLAT : QSRC_IM2COL, NULL,
-                    flat ? fplane : g.HWi, &g, wp, (uint8_t)x_zp, k->x_offset ? 0x80 : 0},
+                    flat ? fplane : g.HWi, &g, wq, pq, (uint8_t)x_zp, k->x_offset ? 0x80 : 0},
                    NULL, g.HW, 1, rq->zero_point, rq->act_min, rq->act_max, 0};
   const int64_t nc = mte__qgemm_block(&job), blocks = cdiv(ncols, nc);
   const int64_t items = g.N * g.G * blocks;
@@ -104,8 +111,17 @@ int mte_qconv2d_run(const mte_qconv2d_plan *p, const mte_conv2d_desc *d, const i
     for (int64_t pl = 0; pl < g.N * g.C; ++pl) {
       int8_t *dst = xpad + pl * fplane;
       memset(dst, x_zp, (size_t)fplane);
-      for (int64_t h = 0; h < g.H; ++h)
-        memcpy(dst + (h + g.pt) * wp + g.pl, x + (pl * g.H + h) * g.W, (size_t)g.W);
+      for (int64_t h = 0; h < g.H; ++h) {
+        const int64_t rho = h + g.pt;
+        if (rho / g.sh >= hq) break; /* no output reads it, nor the rows after it */
+        int8_t *row = dst + (rho % g.sh) * g.sw * pq + (rho / g.sh) * wq;
+        const int8_t *src = x + (pl * g.H + h) * g.W;
+        if (g.sw == 1)
+          memcpy(row + g.pl, src, (size_t)g.W);
+        else
+          mte__qsplit2(src, g.W, row + (g.pl % 2) * pq + g.pl / 2,
+                       row + ((g.pl + 1) % 2) * pq + (g.pl + 1) / 2);
+      }
     }
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nt) schedule(dynamic) if (nt > 1)
@@ -132,7 +148,7 @@ int mte_qconv2d_run(const mte_qconv2d_plan *p, const mte_conv2d_desc *d, const i
                        mine + mte__q_align((size_t)(rup(nc, k->nr) * p->kg * 4)));
     if (flat)
       for (int64_t f = j0; f < j0 + cols;) { /* one output-row run at a time */
-        const int64_t r = f / wp, c = f % wp, run = min64(wp - c, j0 + cols - f);
+        const int64_t r = f / wq, c = f % wq, run = min64(wq - c, j0 + cols - f);
         if (c < g.Wo) {
           const int64_t len = min64(run, g.Wo - c);
           for (int64_t o = 0; o < g.Kg; ++o)

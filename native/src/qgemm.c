@@ -82,12 +82,13 @@ int mte__qcheck_requant(const mte_requant *rq, int64_t channels) {
 }
 
 void mte__qchan_fill(mte_qchan *chan, int64_t O, int64_t padded, const int32_t *wsum,
-                     int32_t x_comp, const int32_t *bias, const mte_requant *rq) {
+                     int32_t x_comp, const int32_t *bias, const mte_requant *rq, int64_t K) {
   for (int64_t o = 0; o < padded; ++o) {
     const int64_t c = o < O ? o : 0;
     /* |x_comp * wsum| <= 255 * 65536 * 127 < 2^31 */
     chan[o] = mte__qchan(bias ? bias[c] : 0, rq->multiplier[c], rq->shift[c],
                          wsum ? -x_comp * wsum[c] : 0);
+    mte__qchan_fold(&chan[o], K * 255 * 127); /* |dot| = |sum w (x - x_zp)| */
   }
 }
 
@@ -132,7 +133,7 @@ void mte__qgemm_columns(const qgemm_job *j, int64_t j0, int64_t nc, uint8_t *bbu
                         uint8_t *rows) {
   const mte_qgemm_kernel *k = j->k;
   const int mr = k->mr, nr = k->nr;
-  mte__qpack_x(&j->src, j->K, j->kg, nr, j0, nc, bbuf, rows);
+  mte__qpack_x(&j->src, j->K, j->kg, k, j0, nc, bbuf, rows);
   mte_qtile t = {j->kg, NULL, NULL, NULL, 0, 0, j->zp, j->lo, j->hi, NULL, j->rs, j->cs};
   /* a column panel (kg x NR x 4 bytes) stays in L1 while every weight panel streams past */
   for (int64_t c0 = 0; c0 < nc; c0 += nr) {
@@ -181,7 +182,7 @@ static int plain_gemm(const mte_qconv2d_plan *p, qsrc src, int64_t N, int32_t x_
   const int64_t padded = p->panels * p->k->mr;
   mte_qchan *chan = (mte_qchan *)malloc((size_t)padded * sizeof(mte_qchan));
   if (!chan) return MTE_ENOMEM;
-  mte__qchan_fill(chan, p->O, padded, p->wsum, x_zp + p->k->x_offset, bias, rq);
+  mte__qchan_fill(chan, p->O, padded, p->wsum, x_zp + p->k->x_offset, bias, rq, p->K);
   src.flip = p->k->x_offset ? 0x80 : 0;
   qgemm_job j = {p->k, p->O, N, p->K, p->kg, p->wpack, chan, src, y, rs, cs,
                  rq->zero_point, rq->act_min, rq->act_max, 0};
@@ -219,7 +220,7 @@ int mte_qlinear(int64_t rows, int64_t K, int64_t M, const int8_t *x, int32_t x_z
     if (st != MTE_OK) return st;
     plan = own;
   }
-  qsrc src = {QSRC_TRANS, x, K, NULL, 0, 0, 0};
+  qsrc src = {QSRC_TRANS, x, K, NULL, 0, 0, 0, 0};
   int st = plain_gemm(plan, src, rows, x_zp, bias, rq, y, 1, M, arena);
   mte_qconv2d_free(own);
   return st;
@@ -235,7 +236,7 @@ int mte_qgemm(int64_t M, int64_t N, int64_t K, const int8_t *a, const int8_t *b,
   mte_qconv2d_plan *p;
   int st = mte__qplan_make(M, K, 1, 1, 1, a, &p);
   if (st != MTE_OK) return st;
-  qsrc src = {QSRC_ROWS, b, N, NULL, 0, 0, 0};
+  qsrc src = {QSRC_ROWS, b, N, NULL, 0, 0, 0, 0};
   st = plain_gemm(p, src, N, b_zp, bias, rq, c, N, 1, arena);
   mte_qconv2d_free(p);
   return st;

@@ -11,7 +11,8 @@
  * Tile 8 x 32: 8 output channels (a weight word of 4 k values broadcast per row) by 32
  * pixels (two zmm of 16 lanes x 4 bytes), 16 accumulators; the tile is requantized in
  * registers (mte_qrequant_x86.h) and stored with a byte mask for the last columns (no edge
- * tile). A transposed store (qlinear: cs != 1) goes through a stack tile.
+ * tile). A transposed store (qlinear: cs != 1) goes through a stack tile. QGEMM_PACK4 packs
+ * x for it 64 columns (two panels) per step.
  * Included by x86_avx512/qgemm_kernel.c and x86_avx512vnni/qgemm_kernel.c.
  */
 #include <string.h>
@@ -71,13 +72,16 @@ static void QGEMM_UKERNEL(const mte_qtile *t) {
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
       if (i >= t->rows) break;
+      __m512i r[NV]; /* the row's vectors before its stores: one read of its channel */
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v)
+        r[v] = mte__requant512(acc[i][v], &t->chan[i], t->zp, t->lo, t->hi);
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) {
         const int n = t->cols - 16 * v;
         if (n <= 0) break;
-        const __m512i r = mte__requant512(acc[i][v], &t->chan[i], t->zp, t->lo, t->hi);
-        _mm512_mask_cvtepi32_storeu_epi8(t->y + i * t->rs + 16 * v,
-                                         n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1), r);
+        const __mmask16 m = n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1);
+        _mm512_mask_cvtepi32_storeu_epi8(t->y + i * t->rs + 16 * v, m, r[v]);
       }
     }
     return;
@@ -92,6 +96,34 @@ static void QGEMM_UKERNEL(const mte_qtile *t) {
                                                             t->lo, t->hi)));
   for (int i = 0; i < t->rows; ++i)
     for (int j = 0; j < t->cols; ++j) t->y[i * t->rs + j * t->cs] = tile[i * NR + j];
+}
+
+/* 4 rows of 64 columns into two 32-column panels: bytes interleaved in each 128-bit lane
+ * (column quads 4q..4q+3 of lane l in u_q), then the 4 x 4 lanes transposed */
+static int64_t QGEMM_PACK4(const uint8_t *const r[4], int64_t nc, int64_t pstride, uint8_t flip,
+                           uint8_t *dst) {
+  const __m512i f = _mm512_set1_epi8((char)flip);
+  int64_t c = 0;
+  for (; c + 64 <= nc; c += 64) {
+    __m512i a[4];
+#pragma GCC unroll 4
+    for (int t = 0; t < 4; ++t)
+      a[t] = _mm512_xor_si512(_mm512_loadu_si512((const void *)(r[t] + c)), f);
+    const __m512i t0 = _mm512_unpacklo_epi8(a[0], a[1]), t1 = _mm512_unpackhi_epi8(a[0], a[1]);
+    const __m512i t2 = _mm512_unpacklo_epi8(a[2], a[3]), t3 = _mm512_unpackhi_epi8(a[2], a[3]);
+    const __m512i u0 = _mm512_unpacklo_epi16(t0, t2), u1 = _mm512_unpackhi_epi16(t0, t2);
+    const __m512i u2 = _mm512_unpacklo_epi16(t1, t3), u3 = _mm512_unpackhi_epi16(t1, t3);
+    const __m512i l01 = _mm512_shuffle_i64x2(u0, u1, 0x44);
+    const __m512i l23 = _mm512_shuffle_i64x2(u2, u3, 0x44);
+    const __m512i h01 = _mm512_shuffle_i64x2(u0, u1, 0xEE);
+    const __m512i h23 = _mm512_shuffle_i64x2(u2, u3, 0xEE);
+    uint8_t *d = dst + (c / NR) * pstride;
+    _mm512_storeu_si512((void *)d, _mm512_shuffle_i64x2(l01, l23, 0x88));
+    _mm512_storeu_si512((void *)(d + 64), _mm512_shuffle_i64x2(l01, l23, 0xDD));
+    _mm512_storeu_si512((void *)(d + pstride), _mm512_shuffle_i64x2(h01, h23, 0x88));
+    _mm512_storeu_si512((void *)(d + pstride + 64), _mm512_shuffle_i64x2(h01, h23, 0xDD));
+  }
+  return c;
 }
 
 /* 12 independent chains of the kernel's multiply-accumulate step on registers only */

@@ -4,12 +4,14 @@
  * A panel is nr columns of X by kg groups of 4 k values: panel[g][j][t] = X[4g + t][j] (^
  * 0x80 for the VNNI kernel, which takes x + 128 as unsigned bytes), so one 32-bit lane holds
  * the 4 k values of one column. Packing 4 rows of X is therefore a 4-way byte interleave of
- * 4 row runs: done 16 columns at a time with SSE2 unpacks on x86-64 and one ST4 on aarch64
- * (both baseline there: this file is portable; 8 at a time for the 8-column NEON panels),
- * bytewise elsewhere and at the edges.
+ * 4 row runs: by the kernel's own pack4 where it has one (AVX-512: 64 columns per step), then
+ * 16 columns at a time with SSE2 unpacks on x86-64 and one ST4 on aarch64 (both baseline
+ * there: this file is portable; 8 at a time for the 8-column NEON panels), bytewise
+ * elsewhere and at the edges.
  *
  * The rows come from x directly (QSRC_ROWS: a 1x1 stride-1 conv, whose X is x; QSRC_FLAT:
- * padded planes of x, one run per row for any stride-1 conv), from a
+ * padded planes of x in stride phases, one run per row for convs of stride <= 2;
+ * mte__qsplit2 splits the columns of the stride-2 phases), from a
  * gather of the im2col row (QSRC_IM2COL, into 4 scratch rows: runs of x with the padding
  * byte x_zp around them), or, for x transposed (QSRC_TRANS: qlinear, a column is a row of
  * x), by copying 4 consecutive bytes per column. k past K reads zeros (their weights are 0).
@@ -66,9 +68,10 @@ static inline void interleave8(const uint8_t *const r[4], int64_t c, uint8_t fli
 
 /* 4 rows of nc bytes into the panels' group g (dst: group g of panel 0; pstride: bytes
  * between panels); columns past nc in the last panel are zero */
-static void interleave_rows(const uint8_t *const r[4], int64_t nc, int nr, int64_t pstride,
-                            uint8_t flip, uint8_t *dst) {
-  int64_t c = 0;
+static void interleave_rows(const uint8_t *const r[4], int64_t nc, const mte_qgemm_kernel *k,
+                            int64_t pstride, uint8_t flip, uint8_t *dst) {
+  const int nr = k->nr;
+  int64_t c = k->pack4 ? k->pack4(r, nc, pstride, flip, dst) : 0;
   if (nr % 16 == 0)
     for (; c + 16 <= nc; c += 16) interleave16(r, c, flip, dst + (c / nr) * pstride + (c % nr) * 4);
   else if (nr % 8 == 0)
@@ -78,6 +81,31 @@ static void interleave_rows(const uint8_t *const r[4], int64_t nc, int nr, int64
     for (int t = 0; t < 4; ++t) d[t] = r[t][c] ^ flip;
   }
   for (; c % nr; ++c) memset(dst + (c / nr) * pstride + (c % nr) * 4, 0, 4);
+}
+
+void mte__qsplit2(const int8_t *x, int64_t n, int8_t *even, int8_t *odd) {
+  int64_t k = 0;
+#if defined(__SSE2__)
+  const __m128i lo = _mm_set1_epi16(0xFF);
+  for (; 2 * k + 32 <= n; k += 16) {
+    const __m128i a = _mm_loadu_si128((const __m128i *)(x + 2 * k));
+    const __m128i b = _mm_loadu_si128((const __m128i *)(x + 2 * k + 16));
+    _mm_storeu_si128((__m128i *)(even + k),
+                     _mm_packus_epi16(_mm_and_si128(a, lo), _mm_and_si128(b, lo)));
+    _mm_storeu_si128((__m128i *)(odd + k),
+                     _mm_packus_epi16(_mm_srli_epi16(a, 8), _mm_srli_epi16(b, 8)));
+  }
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+  for (; 2 * k + 32 <= n; k += 16) {
+    const int8x16x2_t v = vld2q_s8(x + 2 * k);
+    vst1q_s8(even + k, v.val[0]);
+    vst1q_s8(odd + k, v.val[1]);
+  }
+#endif
+  for (; 2 * k < n; ++k) {
+    even[k] = x[2 * k];
+    if (2 * k + 1 < n) odd[k] = x[2 * k + 1];
+  }
 }
 
 /* row (c, i, j) of the im2col matrix, columns [j0, j0 + nc), into out */
@@ -114,8 +142,9 @@ static void im2col_row(const qsrc *s, int64_t k, int64_t j0, int64_t nc, uint8_t
   }
 }
 
-void mte__qpack_x(const qsrc *s, int64_t K, int64_t kg, int nr, int64_t j0, int64_t nc,
-                  uint8_t *dst, uint8_t *rows) {
+void mte__qpack_x(const qsrc *s, int64_t K, int64_t kg, const mte_qgemm_kernel *kern,
+                  int64_t j0, int64_t nc, uint8_t *dst, uint8_t *rows) {
+  const int nr = kern->nr;
   const int64_t pstride = kg * nr * 4;
   if (s->kind == QSRC_TRANS) { /* column j = x[j*ld .. + K) */
     for (int64_t c = 0; c < rup(nc, nr); ++c) {
@@ -130,6 +159,7 @@ void mte__qpack_x(const qsrc *s, int64_t K, int64_t kg, int nr, int64_t j0, int6
     return;
   }
   static const uint8_t zeros[64] = {0};
+  int64_t fc = 0, fi = 0, fj = 0; /* FLAT: k's channel and tap, advanced with k (no division) */
   for (int64_t g = 0; g < kg; ++g) {
     const uint8_t *r[4];
     for (int t = 0; t < 4; ++t) {
@@ -146,13 +176,16 @@ void mte__qpack_x(const qsrc *s, int64_t K, int64_t kg, int nr, int64_t j0, int6
         r[t] = (const uint8_t *)s->x + k * s->ld + j0;
       } else if (s->kind == QSRC_FLAT) {
         const conv_geom *cg = s->g;
-        const int64_t c = k / cg->khw, i = (k / cg->kw) % cg->kh, j = k % cg->kw;
-        r[t] = (const uint8_t *)s->x + c * s->ld + i * cg->dh * s->wp + j * cg->dw + j0;
+        const int hs = cg->sh == 2, ws = cg->sw == 2; /* strides 1 or 2: as shifts */
+        const int64_t i = fi * cg->dh, j = fj * cg->dw;
+        r[t] = (const uint8_t *)s->x + fc * s->ld + (((i & hs) << ws) + (j & ws)) * s->pq +
+               (i >> hs) * s->wq + (j >> ws) + j0;
+        if (++fj == cg->kw && !(fj = 0) && ++fi == cg->kh) fi = 0, ++fc;
       } else {
         im2col_row(s, k, j0, nc, scratch);
         r[t] = scratch;
       }
     }
-    interleave_rows(r, nc, nr, pstride, s->flip, dst + g * nr * 4);
+    interleave_rows(r, nc, kern, pstride, s->flip, dst + g * nr * 4);
   }
 }

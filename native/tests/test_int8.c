@@ -4,7 +4,9 @@
  *
  *   fixed point   srdhm / rdbpot / mbqm of the library (mte_quant_internal.h) against an
  *                 int64 formulation on edge values and every shift; on aarch64 the NEON
- *                 requantization (mte_qrequant_neon.h) against the scalar one, lane by lane
+ *                 requantization (mte_qrequant_neon.h) against the scalar one, lane by lane;
+ *                 on x86 the one-rounding identity of the fast channels and the AVX-512 /
+ *                 AVX2 requantization (mte_qrequant_x86.h) against the scalar one
  *   qconv2d       random shapes: tile edges (O, pixels and K around MR / NR / 4), groups,
  *                 strides, dilation, asymmetric padding, 1x1, depthwise 3x3 (stride 1/2,
  *                 pad 0/1), zero points, shifts -31..30, huge biases (saturation), clamps
@@ -151,6 +153,103 @@ static void test_requant_neon(void) {
 }
 #endif
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl")
+#include "mte_qrequant_x86.h"
+
+static void requant_lanes(const int32_t *acc, const mte_qchan *c, int32_t zp, int32_t lo,
+                          int32_t hi, int32_t *o512, int32_t *o256) {
+  if (__builtin_cpu_supports("avx512bw"))
+    _mm512_storeu_si512(o512, mte__requant512(_mm512_loadu_si512(acc), c, zp, lo, hi));
+  for (int h = 0; h < 2; ++h)
+    _mm256_storeu_si256((__m256i *)(o256 + 8 * h),
+                        mte__requant256(_mm256_loadu_si256((const __m256i *)(acc + 8 * h)), c,
+                                        zp, lo, hi));
+}
+#pragma GCC pop_options
+
+/* (P + 2^30 + 2^(30+e) - [P < 0] 2^31) >> (31 + e) == rdbpot(srdhm(x, m), e), e >= 1 */
+static int32_t one_rounding(int32_t x, int32_t m, int e) {
+  const int64_t p = (int64_t)x * m;
+  if (e == 0) return (int32_t)((p + (1 << 30)) >> 31);
+  return (int32_t)((p + (1ll << 30) + (1ll << (30 + e)) - (p < 0 ? 1ll << 31 : 0)) >> (31 + e));
+}
+
+/* x such that srdhm(x, 2^30) or rdbpot(., e) sits on a tie, or next to one */
+static int32_t tie_value(int e) {
+  const int64_t v = ((int64_t)(int32_t)mte_test_next() >> (e + 1)) * ((int64_t)1 << e) +
+                    ((int64_t)1 << e >> 1);
+  const int64_t x = 2 * v + rnd(-1, 1);
+  return x > INT32_MAX ? INT32_MAX : x < INT32_MIN ? INT32_MIN : (int32_t)x;
+}
+
+/* the fast channels' identity over every right shift, then mte__requant512 / 256 against
+ * mte__requant on 16 lanes: folded and unfolded channels, every shift, edge and tie
+ * accumulators, multipliers 0, 2^30, 2^31 - 1 and random, zero points and clamps */
+static void test_requant_x86(void) {
+  static const int32_t xs[] = {0, 1, -1, 2, -2, 3, -3, 7, -7, 100, -100, 12345, -12345,
+                               (1 << 30), -(1 << 30), INT32_MAX, INT32_MIN, INT32_MAX - 1,
+                               INT32_MIN + 1, 0x40000001, -0x40000001, -(1 << 20), 1 << 20,
+                               (1 << 30) - 1, -(1 << 30) + 1, 0x20000000, -0x20000000};
+  static const int32_t ms[] = {0, 1, 1 << 30, (1 << 30) + 1, INT32_MAX, INT32_MAX - 1,
+                               0x5A5A5A5A, 1234567};
+  const int nx = (int)(sizeof xs / sizeof *xs), nm = (int)(sizeof ms / sizeof *ms);
+  int bad = 0;
+  for (int e = 0; e < 32; ++e)
+    for (int j = 0; j < nm; ++j) {
+      for (int i = 0; i < nx; ++i)
+        bad += one_rounding(xs[i], ms[j], e) != mte__mbqm(xs[i], ms[j], -e);
+      for (int t = 0; t < 3000; ++t) {
+        int32_t x = t % 2 ? tie_value(e) : (int32_t)mte_test_next() >> rnd(0, 31);
+        int32_t m = j == nm - 1 ? (int32_t)(mte_test_next() & 0x7fffffff) : ms[j];
+        bad += one_rounding(x, m, e) != mte__mbqm(x, m, -e);
+      }
+    }
+  CHECK(bad == 0, "one-rounding identity differs in %d cases", bad);
+  int bad512 = 0, bad256 = 0, fast = 0, cases = 0;
+  for (int t = 0; t < 40000; ++t) {
+    const int shift = t < 62 * 64 ? t / 64 - 31 : rnd(-31, 30);
+    const int32_t m = t % 3 ? ms[t % nm] : (int32_t)(mte_test_next() & 0x7fffffff);
+    const int32_t bias = mte_test_pick(3) ? (int32_t)mte_test_next() >> rnd(0, 31) : 0;
+    const int64_t dmax =
+        mte_test_pick(2) ? (int64_t)rnd(1, 65536) * 255 * 127 : rnd(0, 9 * 255 * 127);
+    const int32_t comp =
+        (int32_t)(mte_test_next() % (uint64_t)(dmax + 1)) * (mte_test_pick(2) ? 1 : -1);
+    const int32_t zp = rnd(-128, 127), lo = mte_test_pick(2) ? -128 : rnd(-128, 127),
+                  hi = mte_test_pick(2) ? 127 : rnd(lo, 127);
+    const mte_qchan ref = mte__qchan(bias, m, shift, comp);
+    mte_qchan c = ref;
+    mte__qchan_fold(&c, dmax);
+    fast += c.fast;
+    int32_t acc[16], o512[16], o256[16];
+    for (int l = 0; l < 16; ++l) { /* dot = acc + comp within [-dmax, dmax] */
+      int64_t dot;
+      switch (mte_test_pick(4)) {
+        case 0: dot = xs[mte_test_pick(nx)]; break;
+        case 1: dot = tie_value(-shift > 0 ? -shift : 0) - (int64_t)bias; break;
+        case 2: dot = mte_test_pick(2) ? dmax : -dmax; break;
+        default: dot = (int64_t)(mte_test_next() % (uint64_t)(2 * dmax + 1)) - dmax;
+      }
+      if (dot > dmax) dot = dmax;
+      if (dot < -dmax) dot = -dmax;
+      acc[l] = (int32_t)((uint32_t)(int32_t)dot - (uint32_t)comp);
+    }
+    requant_lanes(acc, &c, zp, lo, hi, o512, o256);
+    for (int l = 0; l < 16; ++l, ++cases) {
+      const int32_t want = mte__requant(acc[l], &ref, zp, lo, hi);
+      bad512 += __builtin_cpu_supports("avx512bw") && o512[l] != want;
+      bad256 += o256[l] != want;
+      bad += mte__requant(acc[l], &c, zp, lo, hi) != want;
+    }
+  }
+  CHECK(bad == 0, "folded channels differ (scalar) in %d of %d cases", bad, cases);
+  CHECK(bad512 == 0, "AVX-512 requantization differs in %d of %d cases", bad512, cases);
+  CHECK(bad256 == 0, "AVX2 requantization differs in %d of %d cases", bad256, cases);
+  CHECK(fast > 1000, "only %d fast channels", fast);
+}
+#endif
+
 /* ---------------------------------------------------------------- convolution */
 
 typedef struct shape {
@@ -288,6 +387,9 @@ int main(int argc, char **argv) {
   test_fixed_point();
 #if defined(__aarch64__)
   test_requant_neon();
+#endif
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+  if (__builtin_cpu_supports("avx2")) test_requant_x86();
 #endif
   char list[256];
   snprintf(list, sizeof list, "%s", mte_compiled_isas());
