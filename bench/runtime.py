@@ -10,7 +10,7 @@ weights with non-trivial BatchNorm statistics, as bench/models.py builds them), 
 3 x size x size.
 
 1. latency, float32 and int8, each thread count: medians of interleaved rounds
-   (bench/models.py's timing) of
+   (bench/models.py's timing; with 2 threads one engine after the other, see time_blocks) of
      C runtime     runtime.load(file, threads=n)(x) on the exported .mte file
      executor      graph.compile() of the same Graph (backend threads n)
      onnxruntime   float: the PyTorch twin exported by torch.onnx.export; int8: onnxruntime's
@@ -101,10 +101,30 @@ def latency(files, threads, repeats, warmup):
         want = np.asarray(run(x))
         got = np.asarray(c_model(x))
         err = float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
-        times = bench_models.time_interleaved(runners, repeats, warmup)
+        times = (bench_models.time_interleaved(runners, repeats, warmup) if threads == 1
+                 else time_blocks(runners, repeats, warmup))
         rows[precision] = ({k: statistics.median(v) for k, v in times.items()}, err)
         c_model.close()
     return rows
+
+
+def time_blocks(runners, repeats, warmup):
+    """{name: [ms, ...]}, one runner at a time (warmup calls, then `repeats` timed ones). With
+    several threads the engines' idle worker pools (two OpenMP runtimes and onnxruntime's)
+    spin for a while after each call and would take the cores from the next engine if the
+    calls were interleaved; run back to back, each pool goes to sleep before the next one
+    starts."""
+    times = {}
+    for name, run in runners.items():
+        for _ in range(warmup):
+            run()
+        times[name] = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            run()
+            times[name].append((time.perf_counter() - t0) * 1e3)
+        time.sleep(0.2)
+    return times
 
 
 # ---- 3. memory and 5. startup: child processes --------------------------------------------------
@@ -228,8 +248,9 @@ def report(args, results, sizes_rows, proc_rows, arena):
              "", f"`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/runtime.py "
              f"{' '.join(args.argv)}`", "",
              f"CPU: {_cpu_name()}; libmte ISA: {_isa()}",
-             f"size {args.size}, batch 1, medians of {args.repeats} interleaved rounds; ratios "
-             "of medians in this run (C / X < 1: the C runtime is faster).", "",
+             f"size {args.size}, batch 1, medians of {args.repeats} calls (interleaved rounds at "
+             "1 thread, one engine after the other at 2: idle thread pools spin); ratios of "
+             "medians in this run (C / X < 1: the C runtime is faster).", "",
              "## 1. Latency (ms)", "",
              "| model | precision | threads | C runtime | executor | onnxruntime | C / ORT | "
              "C / executor | C vs executor (max rel. diff) |",

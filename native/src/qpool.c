@@ -4,9 +4,12 @@
  * Windows as mte_pool.h (PyTorch's output size; ceil_mode), padding (pad_h, pad_w) on both
  * sides; any padding is accepted (a window over padding only gives -128 for max, 0 for
  * average). Each output clips its window to the input once, then runs over the real rows
- * and columns: a max, or an int32 sum divided by the count with rounding half away from
- * zero. Planes are the unit of threading. Portable C.
+ * and columns: a max (the rows of a window reduced first, row against row), or an int32 sum
+ * divided by the count with rounding half away from zero. Planes are the unit of threading.
+ * Portable C.
  */
+#include <string.h>
+
 #include "mte_quant_internal.h"
 
 #ifdef _OPENMP
@@ -53,6 +56,49 @@ static void taps(int64_t start, int64_t k, int64_t d, int64_t size, int64_t *t0,
   *t1 = hi > lo ? hi : lo;
 }
 
+/* One plane of the max, row by row: the window's real input rows are first reduced to one
+ * row (a max of whole rows, which the compiler vectorizes), then each output takes the max of
+ * its window's real columns in that row. W <= ROW_MAX (the reduced row lives on the stack). */
+#define ROW_MAX 4096
+
+static void qmax_plane(const mte_pool2d_params *p, const int8_t *xp, int64_t H, int64_t W,
+                       int64_t Ho, int64_t Wo, int8_t *yp) {
+  int8_t rows[ROW_MAX];
+  for (int64_t r = 0; r < Ho; ++r) {
+    int64_t i0, i1;
+    const int64_t h0 = r * p->stride_h - p->pad_h;
+    taps(h0, p->kernel_h, p->dilation_h, H, &i0, &i1);
+    int8_t *out = yp + r * Wo;
+    if (i0 == i1) { /* a window over padding only */
+      memset(out, -128, (size_t)Wo);
+      continue;
+    }
+    memcpy(rows, xp + (h0 + i0 * p->dilation_h) * W, (size_t)W);
+    for (int64_t i = i0 + 1; i < i1; ++i) {
+      const int8_t *row = xp + (h0 + i * p->dilation_h) * W;
+      for (int64_t c = 0; c < W; ++c) rows[c] = row[c] > rows[c] ? row[c] : rows[c];
+    }
+    /* the outputs whose window lies inside the row need no clipping: [first, last) */
+    const int64_t sw = p->stride_w, kw = p->kernel_w, dw = p->dilation_w;
+    int64_t first = (p->pad_w + sw - 1) / sw, last = 0;
+    if (W - 1 - (kw - 1) * dw + p->pad_w >= 0) last = (W - 1 - (kw - 1) * dw + p->pad_w) / sw + 1;
+    if (last > Wo) last = Wo;
+    if (first > last) first = last;
+    for (int64_t s = 0; s < Wo; ++s) {
+      const int64_t w0 = s * sw - p->pad_w;
+      int m = -128;
+      if (s >= first && s < last) {
+        for (int64_t j = 0; j < kw; ++j) m = rows[w0 + j * dw] > m ? rows[w0 + j * dw] : m;
+      } else {
+        int64_t j0, j1;
+        taps(w0, kw, dw, W, &j0, &j1);
+        for (int64_t j = j0; j < j1; ++j) m = rows[w0 + j * dw] > m ? rows[w0 + j * dw] : m;
+      }
+      out[s] = (int8_t)m;
+    }
+  }
+}
+
 int mte_qmax_pool2d(const mte_pool2d_params *p, int64_t N, int64_t C, int64_t H, int64_t W,
                     const int8_t *x, int8_t *y) {
   int64_t Ho, Wo;
@@ -69,6 +115,10 @@ int mte_qmax_pool2d(const mte_pool2d_params *p, int64_t N, int64_t C, int64_t H,
   for (int64_t pl = 0; pl < planes; ++pl) {
     const int8_t *xp = x + pl * H * W;
     int8_t *yp = y + pl * Ho * Wo;
+    if (W <= ROW_MAX) {
+      qmax_plane(p, xp, H, W, Ho, Wo, yp);
+      continue;
+    }
     for (int64_t r = 0; r < Ho; ++r) {
       int64_t i0, i1;
       const int64_t h0 = r * p->stride_h - p->pad_h;
