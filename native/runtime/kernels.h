@@ -58,7 +58,7 @@ const void *rt_const_data(const rt_prep *p, int i);
 int rt_expect_arity(const rt_prep *p, int required, int max_inputs, int outputs);
 /* Input i has this dtype (MTE_EFORMAT otherwise). */
 int rt_expect_dtype(const rt_prep *p, int i, mte_dtype dtype);
-/* Input i is a constant (MTE_UNSUPPORTED otherwise: "input i must be a constant"). */
+/* Input i is a constant (MTE_EUNSUPPORTED otherwise: "input i must be a constant ..."). */
 int rt_expect_const(const rt_prep *p, int i);
 /* Input i is a float32 vector [n] (`what` names it in the message); absent is fine when
  * optional. */
