@@ -23,7 +23,7 @@ weights with non-trivial BatchNorm statistics, as bench/models.py builds them), 
    the QDQ model 5 times in onnxruntime (and of `python -c "import numpy"` as that process's
    floor).
 4. size of the runtime: mte-run and libmte_runtime.so, stripped copies, for each build found
-   (native/build: this machine; native/build-aarch64: `make -C native aarch64`).
+   (native/build: this machine; native/build/aarch64: `make -C native aarch64`).
 5. startup: wall time from process start to the first result written, median of 5: mte-run
    on an .npy input, against a Python process that imports onnxruntime, builds its session and
    runs once, and one that does the same with minitorch_edge.runtime.
@@ -209,7 +209,7 @@ def processes(files, tmpdir):
 # ---- 4. size of the runtime -----------------------------------------------------------------------
 def runtime_sizes():
     rows = []
-    for build, strip in (("build", "strip"), ("build-aarch64", "aarch64-linux-gnu-strip")):
+    for build, strip in (("build", "strip"), ("build/aarch64", "aarch64-linux-gnu-strip")):
         for name in ("mte-run", "libmte_runtime.so"):
             path = os.path.join(ROOT, "native", build, name)
             if not os.path.exists(path) or shutil.which(strip) is None:
