@@ -202,8 +202,9 @@ def test_damaged_file_is_refused(chain, tmp_path):
 
 
 def test_unsupported_op_is_refused(tmp_path):
-    x = np.ones((2, 2), np.float32)
-    g = op_graph("Add", [x, x])
+    """A conv whose weight is computed (a graph input) has no C kernel."""
+    x, w = np.ones((1, 2, 5, 5), np.float32), np.ones((3, 2, 3, 3), np.float32)
+    g = op_graph("Conv", [x, w], kernel_shape=[3, 3])
     with pytest.raises(rt.ModelFormatError) as e:
         rt.load(save(g, tmp_path))
     assert e.value.status == -4 and e.value.status_name == "MTE_EUNSUPPORTED"

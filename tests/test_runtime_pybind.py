@@ -94,12 +94,13 @@ def test_load_errors(tmp_path):
     (tmp_path / "bad.mte").write_bytes(b"\x04\0\0\0\0\0\0\0{}  ")
     with pytest.raises(ValueError, match="MTE_EFORMAT"):
         _C.RuntimeModel(str(tmp_path / "bad.mte"))
-    g = Graph("unsupported")
-    g.add_input("x", (3,), "float32")
-    g.add_node("Tanh", ["x"], ["y"])
+    g = Graph("unsupported")                      # a computed conv weight: no C kernel
+    g.add_input("x", (1, 2, 5, 5), "float32")
+    g.add_input("w", (3, 2, 3, 3), "float32")
+    g.add_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3])
     g.set_outputs(["y"])
-    with pytest.raises(ValueError, match="Tanh"):
-        _C.RuntimeModel(save(g, tmp_path, "tanh.mte"))
+    with pytest.raises(ValueError, match="must be a constant"):
+        _C.RuntimeModel(save(g, tmp_path, "conv.mte"))
 
 
 def test_input_errors(tmp_path):
