@@ -115,7 +115,7 @@ int rt_prepare_mte_Attention(rt_prep *p);
 int rt_prepare_mte_ConvAct(rt_prep *p);
 int rt_prepare_mte_GemmAct(rt_prep *p);
 
-/* ops_quant.c */
+/* ops_quant.c (conversions) and ops_qlayers.c (the int8 layers) */
 int rt_prepare_DequantizeLinear(rt_prep *p);
 int rt_prepare_QuantizeLinear(rt_prep *p);
 int rt_prepare_mte_FakeQuantize(rt_prep *p);

@@ -11,7 +11,7 @@
 
 #include "kernels.h"
 
-/* name, elementwise, alias, prepare (kernels.h; defined in ops_gemm.c, ops_nn.c, ops_quant.c,
+/* name, elementwise, alias, prepare (kernels.h; defined in ops_gemm.c, ops_nn.c, ops_quant.c, ops_qlayers.c,
  * ops_tensor.c, ops_elementwise.c, ops_cast.c, ops_reduce.c) */
 static const rt_opdef OPS[] = {
     {"Abs", 1, 0, rt_prepare_Abs},
