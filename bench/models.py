@@ -16,7 +16,10 @@ Runners (one call each = one batch-1 forward):
 
     eager        ours, ``model(x)`` under ``minitorch_edge.no_grad()``
     executor     ours, ``graph.trace(model, x).optimize().compile()``, called on the numpy
-                 input (shown as "n/a (reason)" when minitorch_edge.graph is missing or fails)
+                 input (shown as "n/a (reason)" when minitorch_edge.graph is missing or fails);
+                 on the native backend its engine is the C runtime (graph/executor.py)
+    python eng.  the same graph on the executor's Python engine (``engine="python"``: one
+                 Python call per node), to show what the per-node loop costs
     PyTorch      the twin under ``torch.inference_mode()``, ``torch.set_num_threads(n)``
     onnxruntime  the twin exported by ``torch.onnx.export`` (opset 17; the TorchScript-based
                  exporter, ``dynamo=False``, which needs no onnxscript; the dynamo exporter is
@@ -183,7 +186,7 @@ def eager_runner(ours, x):
     return call
 
 
-def executor_runner(ours, x):
+def executor_runner(ours, x, engine="auto"):
     """(compiled callable, None) or (None, reason)."""
     try:
         from minitorch_edge import graph
@@ -192,7 +195,7 @@ def executor_runner(ours, x):
     try:
         g = graph.trace(ours, mte.tensor(x))
         g = g.optimize()
-        run = g.compile()
+        run = g.compile(engine=engine)
         run(x)
     except Exception as e:
         return None, _reason(e)
@@ -294,6 +297,11 @@ def run_model(name, threads, size, repeats, warmup, seed, tmpdir, cache):
             runners["executor"] = run
         except Exception as e:
             res["notes"]["executor"] = _reason(e)
+    run, why = executor_runner(entry["ours"], x, engine="python")
+    if run is None:
+        res["notes"]["executor_py"] = why
+    else:
+        runners["executor_py"] = run
     y_torch = None
     if entry["twin"] is not None:
         runners["torch"] = torch_runner(entry["twin"], x)
@@ -333,13 +341,15 @@ def _err(r, key, tol):
 
 def markdown(results, header):
     out = [header, "",
-           "| model | threads | ours eager (ms) | ours executor (ms) | PyTorch (ms) | "
+           "| model | threads | ours eager (ms) | ours executor (ms) | "
+           "executor, Python engine (ms) | PyTorch (ms) | "
            "onnxruntime (ms) | executor / ORT | executor / PyTorch | eager / executor | "
            "eager / PyTorch |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         out.append(f"| {r['label']} | {r['threads']} | {_ms(r, 'eager')} | "
-                   f"{_ms(r, 'executor')} | {_ms(r, 'torch')} | {_ms(r, 'ort')} | "
+                   f"{_ms(r, 'executor')} | {_ms(r, 'executor_py')} | {_ms(r, 'torch')} | "
+                   f"{_ms(r, 'ort')} | "
                    f"{_ratio(r, 'executor', 'ort')} | {_ratio(r, 'executor', 'torch')} | "
                    f"{_ratio(r, 'eager', 'executor')} | {_ratio(r, 'eager', 'torch')} |")
     out += ["", "Agreement, max |a - ref| / max |ref| (eager vs PyTorch and onnxruntime vs "

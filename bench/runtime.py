@@ -12,7 +12,9 @@ weights with non-trivial BatchNorm statistics, as bench/models.py builds them), 
 1. latency, float32 and int8, each thread count: medians of interleaved rounds
    (bench/models.py's timing; with 2 threads one engine after the other, see time_blocks) of
      C runtime     runtime.load(file, threads=n)(x) on the exported .mte file
-     executor      graph.compile() of the same Graph (backend threads n)
+     executor      graph.compile(engine="python") of the same Graph: the Python executor, one
+                   Python call per node (backend threads n); compile()'s default engine on
+                   the native backend is this C runtime itself
      onnxruntime   float: the PyTorch twin exported by torch.onnx.export; int8: onnxruntime's
                    own static QDQ model of that file (U8 activations, S8 per-channel weights,
                    MinMax on the same calibration images), ORT_ENABLE_ALL, intra_op n
@@ -93,7 +95,7 @@ def latency(files, threads, repeats, warmup):
     for precision in ("float32", "int8"):
         bench_models._set_native_threads(threads)
         c_model = runtime.load(files[f"mte {precision}"], threads=threads)
-        run = files[f"graph {precision}"].compile()
+        run = files[f"graph {precision}"].compile(engine="python")
         runners = {"C runtime": lambda m=c_model: m(x), "executor": lambda r=run: r(x)}
         if f"onnx {precision}" in files:
             runners["onnxruntime"] = bench_models.ort_runner(files[f"onnx {precision}"], x,

@@ -46,7 +46,12 @@ def test_round_trip(tmp_path, name, make, shape, int8):
     back = graph.load(path)
     assert [n.op for n in back.nodes] == [n.op for n in g.nodes]
     assert np.array_equal(back.run(x), g.run(x))
-    assert np.array_equal(back.compile()(x), g.run(x))
+    ref = g.run(x)
+    if int8:                    # integer kernels: every engine gives the same bits
+        assert np.array_equal(back.compile()(x), ref)
+    else:                       # the C engine may pick another float kernel (a GEMV, ...)
+        np.testing.assert_allclose(back.compile()(x), ref, rtol=1e-5,
+                                   atol=1e-5 * float(np.abs(ref).max()))
     assert str(back) == str(g)
 
 

@@ -19,6 +19,7 @@ use: the container (utils.serialization's rules), then the JSON's shape, then th
 (`Graph.check`: every reference defined earlier, shapes and dtypes as the op rules infer,
 no unknown op). Any problem is one `ModelFormatError` naming the file and the rule.
 """
+import io
 import json
 import math
 
@@ -28,7 +29,7 @@ from ..utils import serialization as _ser
 from ..utils._format import _VERSION, _VERSION_KEY, ModelFormatError, _strict_json
 from .ir import Graph, GraphError, Node, Value
 
-__all__ = ["save", "load", "export_model", "GRAPH_KEY", "GRAPH_VERSION", "ModelFormatError"]
+__all__ = ["save", "to_bytes", "load", "export_model", "GRAPH_KEY", "GRAPH_VERSION", "ModelFormatError"]
 
 GRAPH_KEY = "minitorch_edge.graph"
 KIND_KEY = "minitorch_edge.kind"
@@ -77,8 +78,8 @@ def graph_json(g):
                              for k, a in n.attrs.items()}} for n in g.nodes]}
 
 
-def save(g, path):
-    """Write graph `g` to `path` (atomically: the old file survives any error)."""
+def _container(g):
+    """The file's header bytes (padded to 8) and its (name, code, array) list, in file order."""
     g.check()
     doc = json.dumps(graph_json(g), separators=(",", ":"), allow_nan=False)
     arrays = [(name, _CODE_OF[a.dtype.name], a if a.flags.c_contiguous else a.copy())
@@ -90,8 +91,23 @@ def save(g, path):
     if len(raw) > _ser.MAX_HEADER_BYTES:
         raise ValueError(f"Graph.save: the header would take {len(raw)} bytes, over the "
                          f"{_ser.MAX_HEADER_BYTES} readers accept")
-    _ser._atomic_write(path, raw + b" " * (-len(raw) % 8), arrays)
+    return raw + b" " * (-len(raw) % 8), arrays
+
+
+def save(g, path):
+    """Write graph `g` to `path` (atomically: the old file survives any error)."""
+    header, arrays = _container(g)
+    _ser._atomic_write(path, header, arrays)
     return path
+
+
+def to_bytes(g):
+    """The model file of graph `g` as bytes (what `save` writes), e.g. to hand to the C
+    runtime in memory."""
+    header, arrays = _container(g)
+    buf = io.BytesIO()
+    _ser._write_payload(buf, header, arrays)
+    return buf.getvalue()
 
 
 # ---- reading ----------------------------------------------------------------------------------

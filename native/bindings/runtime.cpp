@@ -1,5 +1,6 @@
 // runtime.cpp - the C runtime (include/mte_runtime.h) inside _C: _C.RuntimeModel(path) loads a
-// .mte file with mte_model_load, .run(list of arrays) runs it, and its properties describe it
+// .mte file with mte_model_load (RuntimeModel.from_bytes(data): one held in memory, as the graph
+// executor hands it over), .run(list of arrays) runs it, and its properties describe it
 // (.inputs, .outputs, .arena_bytes, .prepared_bytes, .kernels).
 //
 // Same rules as every binding file (common.h): inputs are used in place, never converted: a
@@ -11,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -43,6 +45,21 @@ class RuntimeModel {
     int st = without_gil([&] { return mte_model_load(path.c_str(), &m, err, sizeof err); });
     if (st != MTE_OK)
       throw py::value_error("RuntimeModel: " + path + ": " + mte_runtime_status_string(st) +
+                            ": " + err);
+    model_.reset(m);
+  }
+
+  // the same from a model file's bytes in memory (mte_model_load_memory copies them); `name`
+  // stands for the path in messages and in .path
+  RuntimeModel(const std::string &name, py::bytes data) : path_(name) {
+    std::string_view view = data;
+    char err[2048] = "";
+    mte_model *m = nullptr;
+    int st = without_gil([&] {
+      return mte_model_load_memory(view.data(), view.size(), &m, err, sizeof err);
+    });
+    if (st != MTE_OK)
+      throw py::value_error("RuntimeModel: " + name + ": " + mte_runtime_status_string(st) +
                             ": " + err);
     model_.reset(m);
   }
@@ -164,6 +181,12 @@ void mte_bind_runtime(py::module_ &m) {
                            "prepared, its arena allocated. run() it on numpy arrays.")
       .def(py::init<const std::string &>(), py::arg("path"),
            "Load a .mte file; ValueError with the runtime's message if it is refused.")
+      .def_static("from_bytes",
+                  [](py::bytes data, const std::string &name) {
+                    return std::make_unique<RuntimeModel>(name, data);
+                  },
+                  py::arg("data"), py::arg("name") = "<memory>",
+                  "Load a model file held in memory (bytes); same checks and errors.")
       .def("run", &RuntimeModel::run, py::arg("inputs"),
            "Run on a list of arrays (the graph's inputs, in order: exact dtype and shape, "
            "C-contiguous); returns the list of output arrays.")
