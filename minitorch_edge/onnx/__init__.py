@@ -1,14 +1,14 @@
-"""minitorch_edge.onnx: ONNX export and import, PyTorch's names.
+"""minitorch_edge.onnx: ONNX export, PyTorch's name and signature.
 
     from minitorch_edge import onnx
-    onnx.export(model, x, "model.onnx")        # export.py: a Module or a Graph -> ONNX file
-    g = onnx.load("model.onnx")                # importer.py: ONNX file -> Graph (opsets 13-21)
-    net = onnx.import_model("model.onnx")      # the same, as a callable module-like object
+    onnx.export(model, x, "model.onnx")                       # float: standard ONNX ops
+    onnx.export(quant.quantize(model, [x]), x, "int8.onnx")   # int8: QDQ form
 
-The `onnx` pip package (extra ``onnx``) is imported only when one of these is called, so
-importing this module costs nothing.
+export.py holds the translation (a Module is traced, a Graph is taken as it is; our fused
+`mte` ops are expanded back into the ONNX subgraphs they replace). The `onnx` pip package
+(extra ``onnx``) is imported only when `export` is called, so importing this module costs
+nothing. Importing ONNX files into a Graph is not written yet.
 """
 from .export import export  # noqa: F401
-from .importer import OnnxImportError, OnnxUnsupportedError, import_model, load  # noqa: F401
 
-__all__ = ["export", "load", "import_model", "OnnxImportError", "OnnxUnsupportedError"]
+__all__ = ["export"]
