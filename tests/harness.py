@@ -365,3 +365,14 @@ def randomize_bn(model, rng):
             m.weight._data[...] = rng.uniform(0.5, 1.5, c)
             m.bias._data[...] = rng.normal(0, 0.1, c)
     return model
+
+
+def peak_traced_bytes(call):
+    """The peak of what numpy and Python allocate during `call()` (tracemalloc)."""
+    import tracemalloc
+    tracemalloc.start()
+    try:
+        call()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()

@@ -7,7 +7,7 @@ import pytest
 import minitorch_edge as mte
 from minitorch_edge import backend, graph, models, nn
 from minitorch_edge.graph import Graph, GraphError, TraceError
-from harness import randomize_bn
+from harness import peak_traced_bytes, randomize_bn
 
 RNG = np.random.default_rng(0)
 
@@ -286,14 +286,8 @@ def test_steady_state_allocates_little_beyond_the_outputs(zoo):
     """After the first call, an optimised MobileNetV2 call allocates only small arrays (the
     pooled features, the classifier's result, the returned copy): every convolution writes
     into the arena. numpy reports its allocations to tracemalloc."""
-    import tracemalloc
     x = image(1, 3, 128, 128)
     run = graph.trace(models.mobilenet_v2(num_classes=10), x).optimize().compile(engine="python")
     run(x)
-    tracemalloc.start()
-    try:
-        run(x)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    peak = peak_traced_bytes(lambda: run(x))
     assert peak < 0.05 * run.plan.arena_bytes, (peak, run.plan.arena_bytes)

@@ -11,6 +11,7 @@ import pytest
 import minitorch_edge as mte
 from minitorch_edge import graph, models, quant
 from minitorch_edge.graph import Graph
+from harness import peak_traced_bytes
 
 try:
     from minitorch_edge import _C
@@ -133,15 +134,9 @@ def test_model_file_bytes_equal_the_saved_file(zoo, tmp_path):
 def test_c_engine_steady_state_allocates_only_the_outputs():
     """The C runtime's arena is allocated at load: a call allocates the returned arrays and
     nothing else that numpy sees."""
-    import tracemalloc
     x = image(1, 3, 64, 64)
     run = graph.trace(models.mobilenet_v2(num_classes=10).eval(), x).optimize().compile()
     assert run.engine == "c"
     run(x)
-    tracemalloc.start()
-    try:
-        run(x)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    peak = peak_traced_bytes(lambda: run(x))
     assert peak < 4096, peak

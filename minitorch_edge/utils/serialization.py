@@ -141,6 +141,13 @@ def _write_payload(f, header, arrays):
 
 
 def _atomic_write(path, header, arrays):
+    atomic_write(path, lambda f: _write_payload(f, header, arrays))
+
+
+def atomic_write(path, write):
+    """Call `write(f)` on a temporary file beside `path`, then rename it into place: a reader
+    sees the old file or the whole new one, never a part. The file keeps `path`'s permissions
+    (or gets the umask's), and a symlink at `path` keeps pointing at the new file."""
     path = os.path.realpath(path)                 # a symlink keeps pointing at the new file
     folder, base = os.path.split(path)
     try:
@@ -154,7 +161,7 @@ def _atomic_write(path, header, arrays):
         with os.fdopen(fd, "wb") as f:
             if hasattr(os, "fchmod"):
                 os.fchmod(f.fileno(), mode)
-            _write_payload(f, header, arrays)
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
