@@ -208,6 +208,10 @@ def _c_runtime_model(graph, backend):
         return None, "the native extension minitorch_edge._C is not built"
     if not hasattr(_C, "RuntimeModel"):
         return None, "this build of minitorch_edge._C has no C runtime (RuntimeModel)"
+    python_only = opset.python_only(graph)
+    if python_only:
+        return None, (f"the C runtime has no kernel for {', '.join(python_only)} (Python-only "
+                      f"ops, graph/opset_onnx_*.py)")
     from .modelfile import to_bytes
     try:
         return _C.RuntimeModel.from_bytes(to_bytes(graph), graph.name), None

@@ -21,6 +21,9 @@ An op is registered with the `op` decorator on its run function:
   elements at the same place, so the planner may let the output reuse that input's memory.
 * ``alias``: the output is a view of input 0's memory (Reshape, Flatten, Squeeze, ...): the
   planner gives both one buffer.
+* ``c_runtime``: the C runtime (native/runtime/) has a kernel for the op (True for the ops
+  above; False for the ONNX import ops in opset_onnx_*.py, which run on the Python engine
+  only: the executor's engine="auto" falls back to it for a graph holding one).
 * ``prepare`` (optional): ``prepare(attrs, values, constants)`` -> a function of the input
   arrays (and ``out``) with everything that depends only on the shapes and on constant inputs
   decided once (which kernel runs, the packed weights); None when it does not apply. The
@@ -29,14 +32,21 @@ An op is registered with the `op` decorator on its run function:
 
 The ops themselves are in opset_tensor.py (elementwise, shape and reduction ops), opset_nn.py
 (convolution, GEMM, pooling, normalization, attention and the fused ``mte`` ops) and
-opset_quant.py (QuantizeLinear, DequantizeLinear and the int8 ``mte.QLinear*`` ops).
+opset_quant.py (QuantizeLinear, DequantizeLinear and the int8 ``mte.QLinear*`` ops). The ops
+the ONNX importer adds beyond those, Python-only (``c_runtime=False``), are in
+opset_onnx_tensor.py (elementwise math and activations, bitwise ops, Range, ConstantOfShape,
+Tile, variadic Sum/Mean, CastLike, Size), opset_onnx_reduce.py (reductions, ArgMax/ArgMin,
+TopK, CumSum, Hardmax), opset_onnx_index.py (GatherElements, ScatterElements, GatherND,
+ScatterND, OneHot, Trilu, Einsum, Compress, ReverseSequence), opset_onnx_nn.py (ConvTranspose,
+normalizations, LRN, GlobalMaxPool, LpPool, GlobalLpPool, DepthToSpace, SpaceToDepth) and
+opset_onnx_resize.py (Resize).
 """
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
-__all__ = ["OPS", "OpDef", "infer", "known", "names", "op", "run_node"]
+__all__ = ["OPS", "OpDef", "infer", "known", "names", "op", "python_only", "run_node"]
 
 
 @dataclass
@@ -49,22 +59,33 @@ class OpDef:
     writes_out: bool = False
     doc: str = ""
     prepare: Callable = None
+    c_runtime: bool = True
 
 
 OPS = {}
 
 
-def op(name, infer, elementwise=False, alias=False, writes_out=False, prepare=None):
+def op(name, infer, elementwise=False, alias=False, writes_out=False, prepare=None,
+       c_runtime=True):
     """Register the decorated run function as op `name` (see the module docstring)."""
     def register(run):
         OPS[name] = OpDef(name, run, infer, elementwise, alias, writes_out,
-                          (run.__doc__ or "").strip(), prepare)
+                          (run.__doc__ or "").strip(), prepare, c_runtime)
         return run
     return register
 
 
 def _load():
-    from . import opset_nn, opset_quant, opset_tensor  # noqa: F401  (they fill OPS)
+    from . import (  # noqa: F401
+        opset_nn,
+        opset_onnx_index,
+        opset_onnx_nn,
+        opset_onnx_reduce,
+        opset_onnx_resize,
+        opset_onnx_tensor,
+        opset_quant,
+        opset_tensor,
+    )
 
 
 def known(name):
@@ -72,9 +93,16 @@ def known(name):
     return name in OPS
 
 
-def names():
+def names(c_runtime_only=False):
+    """The op names, sorted; with `c_runtime_only` those the C runtime implements."""
     _load()
-    return sorted(OPS)
+    return sorted(n for n, spec in OPS.items() if spec.c_runtime or not c_runtime_only)
+
+
+def python_only(graph):
+    """The ops of `graph`'s nodes that the C runtime does not implement, sorted."""
+    _load()
+    return sorted({n.op for n in graph.nodes if n.op in OPS and not OPS[n.op].c_runtime})
 
 
 class _In:

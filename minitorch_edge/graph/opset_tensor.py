@@ -28,8 +28,39 @@ def _binary(name, fn, doc):
 _binary("Add", np.add, "y = a + b (broadcasting)")
 _binary("Sub", np.subtract, "y = a - b")
 _binary("Mul", np.multiply, "y = a * b")
-_binary("Max", np.maximum, "y = max(a, b) elementwise (ONNX Max with two inputs)")
-_binary("Min", np.minimum, "y = min(a, b) elementwise")
+
+
+def _variadic(name, fn, doc):
+    """An ONNX op of one to n broadcast inputs folding them with the binary ufunc `fn` (the C
+    runtime implements the two-input form; it refuses others and the Python engine runs them)."""
+    def infer(attrs, ins):
+        if not ins or any(i is None for i in ins):
+            raise ValueError(f"{name} takes one or more inputs")
+        return broadcast(attrs, ins)
+
+    def run(attrs, *xs, out=None):
+        if len(xs) == 1:
+            if out is None:
+                return np.array(xs[0], copy=True)
+            np.copyto(out, xs[0])
+            return out
+        if len(xs) == 2:
+            return fn(xs[0], xs[1], out=out) if out is not None else fn(xs[0], xs[1])
+        # three or more: fold into a fresh array (the planner may give `out` the memory of
+        # any same-shaped input, which a fold into `out` would overwrite before reading it)
+        y = fn(xs[0], xs[1])
+        for x in xs[2:]:
+            y = fn(y, x)
+        if out is None:
+            return y
+        np.copyto(out, y)
+        return out
+    run.__doc__ = doc
+    op(name, infer, elementwise=True, writes_out=True)(run)
+
+
+_variadic("Max", np.maximum, "y = max(x_1, ..., x_n) elementwise (broadcasting; NaN wins)")
+_variadic("Min", np.minimum, "y = min(x_1, ..., x_n) elementwise (broadcasting; NaN wins)")
 
 
 @op("Div", broadcast, elementwise=True, writes_out=True)
@@ -141,10 +172,16 @@ def where(attrs, cond, a, b):
     return np.where(cond, a, b)
 
 
-for _name, _fn in (("Equal", np.equal), ("Less", np.less), ("Greater", np.greater),
-                   ("LessOrEqual", np.less_equal), ("GreaterOrEqual", np.greater_equal),
-                   ("And", np.logical_and), ("Or", np.logical_or), ("Xor", np.logical_xor)):
-    op(_name, bool_broadcast)(lambda attrs, a, b, _fn=_fn: _fn(a, b))
+for _name, _fn, _math in (("Equal", np.equal, "a == b"), ("Less", np.less, "a < b"),
+                          ("Greater", np.greater, "a > b"),
+                          ("LessOrEqual", np.less_equal, "a <= b"),
+                          ("GreaterOrEqual", np.greater_equal, "a >= b"),
+                          ("And", np.logical_and, "a and b"), ("Or", np.logical_or, "a or b"),
+                          ("Xor", np.logical_xor, "a xor b")):
+    def _compare(attrs, a, b, _fn=_fn):
+        return _fn(a, b)
+    _compare.__doc__ = f"y = {_math} (broadcasting; a bool tensor)"
+    op(_name, bool_broadcast)(_compare)
 
 
 @op("Not", lambda attrs, ins: [(ins[0].shape, "bool")])
