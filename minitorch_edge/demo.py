@@ -10,7 +10,9 @@
 4. reload the checkpoint into a fresh model and check it predicts exactly as the trained one.
 
 ``minitorch-edge train --config file.json`` runs the same loop for any zoo model on any
-built-in dataset (see `train_from_config`).
+built-in dataset: the demo is one config (``DEMO_CONFIG``) of the schema in
+``train/config.py``. Both go through ``train_run``: the run folder, the checkpoint after every
+epoch, Ctrl-C and ``--resume`` are ``train/runs.py``'s.
 """
 import json
 import os
@@ -18,14 +20,21 @@ import time
 
 import numpy as np
 
-from . import models, nn, optim
 from .autograd.grad_mode import no_grad
 from .data import DataLoader
-from .random import manual_seed
-from .train import Trainer
-from .utils.serialization import load, save
+from .train.config import ConfigError, TrainConfig, factory, load_config, parse_config
+from .train.runs import fresh_run_dir, resume_checkpoint, run_training
 
 DEFAULTS = dict(epochs=30, batch_size=16, lr=3e-3, seed=0, out=os.path.join("runs", "demo"))
+
+
+def demo_config(epochs=DEFAULTS["epochs"], batch_size=DEFAULTS["batch_size"], lr=DEFAULTS["lr"],
+                seed=DEFAULTS["seed"], out=DEFAULTS["out"]):
+    """The demo as a raw train config: SmallCNN on digits, Adam, cosine over the epochs."""
+    return {"model": {"name": "small_cnn", "in_channels": 1, "num_classes": 10, "input_size": 8},
+            "dataset": {"name": "digits"}, "optimizer": {"name": "Adam", "lr": lr},
+            "scheduler": {"name": "CosineAnnealingLR", "T_max": epochs}, "epochs": epochs,
+            "batch_size": batch_size, "seed": seed, "out": out}
 
 
 def _predictions(model, loader):
@@ -37,26 +46,107 @@ def _predictions(model, loader):
     return np.concatenate(outs)
 
 
-def run_demo(out=DEFAULTS["out"], epochs=DEFAULTS["epochs"], batch_size=DEFAULTS["batch_size"],
-             lr=DEFAULTS["lr"], seed=DEFAULTS["seed"], verbose=1):
-    """Train, evaluate, save, reload; returns a dict with accuracy, seconds and file paths."""
-    from .data.datasets import Digits
-    start = time.perf_counter()
-    os.makedirs(out, exist_ok=True)
-    manual_seed(seed)
-    train_set, test_set = Digits(train=True), Digits(train=False)
-    train_loader = DataLoader(train_set, batch_size=batch_size, shuffle=True)
-    test_loader = DataLoader(test_set, batch_size=256)
+def _first_line(e):
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0] if text else ''}"
 
-    model = models.SmallCNN(in_channels=1, num_classes=10, input_size=8)
-    optimizer = optim.Adam(model.parameters(), lr=lr)
-    scheduler = optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs)
+
+def build(config):
+    """``(model, optimizer, scheduler, train_set, test_set)`` for a checked TrainConfig; what the
+    constructors reject, and a model that does not fit the data, are ConfigErrors."""
+    from .random import manual_seed
+    manual_seed(config.seed)
+
+    def make(section, *first, **fixed):
+        comp = getattr(config, section)
+        try:
+            return factory(section, comp.name)(*first, **fixed, **comp.args)
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"{section} {comp.name} rejected its arguments: {_first_line(e)}; "
+                              f"fix the {section} section (train --print-config lists its keys)") \
+                from e
+
+    model = make("model")
+    optimizer = make("optimizer", model.parameters())
+    scheduler = None if config.scheduler is None else make("scheduler", optimizer)
+    train_set, test_set = make("dataset", train=True), make("dataset", train=False)
+    _check_fit(config, model, train_set)
+    return model, optimizer, scheduler, train_set, test_set
+
+
+def _check_fit(config, model, dataset):
+    """One sample through the model (eval mode, no gradients) before training starts."""
+    x, _ = dataset[0]
+    classes = len(getattr(dataset, "classes", ()) or ()) or None
+    shape = tuple(x.shape)
+    fix = (f"set the model's arguments to match (the dataset {config.dataset.name} gives inputs "
+           f"of shape {shape}" + (f" and {classes} classes)" if classes else ")"))
+    was_training = model.training
+    model.eval()
+    try:
+        with no_grad():
+            out = model(x.unsqueeze(0))
+    except Exception as e:
+        raise ConfigError(f"model {config.model.name} does not fit dataset "
+                          f"{config.dataset.name}: {_first_line(e)}; {fix}") from e
+    finally:
+        model.train(was_training)
+    if classes and (out.dim() != 2 or out.shape[1] != classes):
+        raise ConfigError(f"model {config.model.name} outputs shape {tuple(out.shape)} for one "
+                          f"sample but dataset {config.dataset.name} has {classes} classes; {fix}")
+
+
+def train_run(config, verbose=1, resume=None, overwrite=False, command="train"):
+    """Train as ``config`` (a TrainConfig) says, in a fresh run folder, or continue the run of
+    ``resume`` (a checkpoint, a run folder, or True for the last checkpoint of config.out).
+    Returns ``(trainer, test_loader, run_dir, model)``; the test metrics are in
+    ``trainer.history``."""
+    from . import nn
+    from .train import Trainer
+    model, optimizer, scheduler, train_set, test_set = build(config)
+    if resume is not None:
+        checkpoint = resume_checkpoint(resume, config.run_dir)
+        run_dir, note = os.path.dirname(checkpoint) or ".", f"resuming from {checkpoint}"
+    else:
+        checkpoint = None
+        run_dir, note = fresh_run_dir(config.run_dir, overwrite)
+    with open(os.path.join(run_dir, "config.json"), "w") as f:
+        json.dump({**config.to_dict(), "out": run_dir}, f, indent=2)
+    train_loader = DataLoader(train_set, batch_size=config.batch_size, shuffle=True,
+                              num_workers=config.num_workers)
+    test_loader = DataLoader(test_set, batch_size=config.eval_batch_size)
     trainer = Trainer(model, optimizer, nn.CrossEntropyLoss(), scheduler=scheduler,
-                      metrics=("accuracy",), seed=seed, verbose=verbose, log_dir=out)
+                      metrics=("accuracy",), seed=config.seed, verbose=verbose, log_dir=run_dir,
+                      grad_clip_norm=config.grad_clip_norm,
+                      grad_accum_steps=config.grad_accum_steps)
     if verbose:
-        print(f"minitorch_edge demo: SmallCNN on Digits ({len(train_set)} train / "
-              f"{len(test_set)} test images), {epochs} epochs")
-    trainer.fit(train_loader, val_loader=test_loader, epochs=epochs)
+        print(f"minitorch_edge {command}: {type(model).__name__} on {type(train_set).__name__} "
+              f"({len(train_set)} train / {len(test_set)} test images), {config.epochs} epoch"
+              f"{'s' if config.epochs != 1 else ''}")
+        print(f"run folder {run_dir}" + (f" ({note})" if note else ""), flush=True)
+    run_training(trainer, train_loader, test_loader, config.epochs, run_dir,
+                 resume_from=checkpoint, resume_command=f"minitorch-edge {command} --resume")
+    return trainer, test_loader, run_dir, model
+
+
+def run_resumed_config(resume, out):
+    """The config saved in the run folder a ``--resume`` names (raw dict), or None."""
+    path = resume_checkpoint(resume, out)
+    saved = os.path.join(os.path.dirname(path) or ".", "config.json")
+    return load_config(saved) if os.path.exists(saved) else None
+
+
+def run_demo(out=DEFAULTS["out"], epochs=DEFAULTS["epochs"], batch_size=DEFAULTS["batch_size"],
+             lr=DEFAULTS["lr"], seed=DEFAULTS["seed"], verbose=1, config=None, resume=None,
+             overwrite=False):
+    """Train, evaluate, save, reload; returns a dict with accuracy, seconds and file paths.
+    ``config`` (a TrainConfig) replaces the keyword arguments (the CLI passes one)."""
+    from . import models
+    from .utils.serialization import load, save
+    start = time.perf_counter()
+    if config is None:
+        config = parse_config(demo_config(epochs, batch_size, lr, seed, out))
+    trainer, test_loader, out, model = train_run(config, verbose, resume, overwrite, "demo")
     result = trainer.evaluate(test_loader)
     accuracy = result["accuracy"]
 
@@ -71,13 +161,14 @@ def run_demo(out=DEFAULTS["out"], epochs=DEFAULTS["epochs"], batch_size=DEFAULTS
         if verbose:
             print(f"(no training curve: {e})")
 
-    reloaded = models.SmallCNN(in_channels=1, num_classes=10, input_size=8)
+    reloaded = models.SmallCNN(**config.model.args)
     reloaded.load_state_dict(load(checkpoint))
     same = np.array_equal(_predictions(model, test_loader), _predictions(reloaded, test_loader))
     seconds = time.perf_counter() - start
     summary = {"test_accuracy": accuracy, "test_loss": result["loss"], "seconds": seconds,
                "reloaded_predictions_identical": same, "checkpoint": checkpoint,
-               "metrics_log": os.path.join(out, "metrics.csv"), "training_curve": curve}
+               "metrics_log": os.path.join(out, "metrics.csv"), "training_curve": curve,
+               "run_dir": out}
     if verbose:
         print(f"test accuracy {accuracy:.2%}  (loss {result['loss']:.4f})  in {seconds:.1f} s")
         print(f"saved {checkpoint}, {summary['metrics_log']}" + (f", {curve}" if curve else ""))
@@ -88,66 +179,20 @@ def run_demo(out=DEFAULTS["out"], epochs=DEFAULTS["epochs"], batch_size=DEFAULTS
     return summary
 
 
-# ---- train --config ------------------------------------------------------------------------------
-MODELS = {"mlp": models.MLP, "small_cnn": models.SmallCNN, "resnet18": models.resnet18,
-          "mobilenet_v2": models.mobilenet_v2, "efficientnet_lite0": models.efficientnet_lite0}
-
-
-def _dataset(spec, train):
-    from .data import datasets
-    spec = dict(spec)
-    name = spec.pop("name")
-    known = {"digits": datasets.Digits, "mnist": datasets.MNIST,
-             "fashion_mnist": datasets.FashionMNIST, "cifar10": datasets.CIFAR10}
-    if name not in known:
-        raise ValueError(f"train --config: unknown dataset {name!r}; choose from {sorted(known)}")
-    return known[name](train=train, **spec)
-
-
-def train_from_config(path, verbose=1):
-    """Train a zoo model on a built-in dataset as described by a JSON file, e.g.::
-
-        {"model": {"name": "small_cnn", "in_channels": 1, "num_classes": 10, "input_size": 8},
-         "dataset": {"name": "digits"},
-         "optimizer": {"name": "Adam", "lr": 0.003},
-         "scheduler": {"name": "CosineAnnealingLR", "T_max": 10},
-         "epochs": 10, "batch_size": 32, "seed": 0, "out": "runs/digits"}
-
-    ``model.name`` is one of MODELS (the other keys are its arguments), ``dataset.name`` one of
-    digits, mnist, fashion_mnist, cifar10 (other keys go to the dataset, e.g. ``root``,
-    ``download``); optimizer and scheduler names are classes in ``optim`` /
-    ``optim.lr_scheduler``. Saves ``checkpoint.safetensors`` and ``metrics.csv`` under out."""
-    with open(path) as f:
-        config = json.load(f)
-    for key in ("model", "dataset"):
-        if key not in config:
-            raise ValueError(f"train --config {path}: missing the {key!r} section")
-    seed = config.get("seed", 0)
-    manual_seed(seed)
-    model_spec = dict(config["model"])
-    name = model_spec.pop("name")
-    if name not in MODELS:
-        raise ValueError(f"train --config: unknown model {name!r}; choose from {sorted(MODELS)}")
-    model = MODELS[name](**model_spec)
-    if name == "mlp":   # an MLP sees flattened images
-        model = nn.Sequential(nn.Flatten(), model)
-    opt_spec = dict(config.get("optimizer", {"name": "Adam", "lr": 1e-3}))
-    optimizer = getattr(optim, opt_spec.pop("name"))(model.parameters(), **opt_spec)
-    scheduler = None
-    if config.get("scheduler"):
-        sched_spec = dict(config["scheduler"])
-        scheduler = getattr(optim.lr_scheduler, sched_spec.pop("name"))(optimizer, **sched_spec)
-    out = config.get("out", os.path.join("runs", name))
-    batch_size = config.get("batch_size", 32)
-    train_loader = DataLoader(_dataset(config["dataset"], True), batch_size=batch_size,
-                              shuffle=True, num_workers=config.get("num_workers", 0))
-    test_loader = DataLoader(_dataset(config["dataset"], False), batch_size=256)
-    trainer = Trainer(model, optimizer, nn.CrossEntropyLoss(), scheduler=scheduler, seed=seed,
-                      verbose=verbose, log_dir=out)
-    trainer.fit(train_loader, val_loader=test_loader, epochs=config.get("epochs", 10))
+def train_from_config(path_or_config, verbose=1, resume=None, overwrite=False):
+    """Train a zoo model on a built-in dataset as a JSON config file (or a TrainConfig) says;
+    the keys are in ``train/config.py`` (``minitorch-edge train --print-config`` prints them
+    all, explained). Saves ``checkpoint.safetensors`` (the final weights), ``last.safetensors``
+    (resumable), ``metrics.csv``, ``steps.csv`` and ``config.json`` in the run folder. Returns
+    the test loss and accuracy, and ``run_dir``."""
+    from .utils.serialization import save
+    config = path_or_config if isinstance(path_or_config, TrainConfig) else \
+        parse_config(load_config(path_or_config), where=f" in {path_or_config}")
+    trainer, test_loader, run_dir, model = train_run(config, verbose, resume, overwrite)
     result = trainer.evaluate(test_loader)
-    save(model.state_dict(), os.path.join(out, "checkpoint.safetensors"))
+    checkpoint = os.path.join(run_dir, "checkpoint.safetensors")
+    save(model.state_dict(), checkpoint)
     if verbose:
         print(f"test accuracy {result['accuracy']:.2%}  (loss {result['loss']:.4f}); saved "
-              f"{os.path.join(out, 'checkpoint.safetensors')}")
-    return result
+              f"{checkpoint}")
+    return {**result, "run_dir": run_dir}

@@ -29,11 +29,19 @@ numpy's global one, Python's ``random``), taken at the end of an epoch. ``fit(re
 restores all of it and continues with the next epoch; the losses that follow equal, bit for bit,
 those of a run that was never interrupted (a DataLoader that shuffles draws its order from the
 default generator when its iterator is created, so the order is restored too).
+
+Interrupts: ``request_interrupt()`` (safe to call from a signal handler, as the CLI's Ctrl-C
+handler does) makes fit stop after the current optimizer step and raise ``TrainingInterrupted``;
+``save_checkpoint`` then also records the position inside the epoch (the step, the RNG states at
+the epoch's start, the epoch's running loss and plain-number metric sums). Resuming from such a
+checkpoint replays the epoch's data order, skips the batches already trained on (they are
+loaded, not trained on), restores the RNG states of the interrupt and continues with the next
+batch: the per-step losses equal those of an uninterrupted run (with ``num_workers=0``; worker
+processes seed themselves per iterator, so random transforms in workers are not replayed).
 """
 import copy
 import math
 import os
-import random
 import time
 import warnings
 
@@ -42,13 +50,47 @@ import numpy as np
 from .callbacks import Callback, History, ModelCheckpoint
 from .metrics import Metric, RunningMean, get_metric
 from .progress import Progress
+from .rng import rng_state, seed_everything, set_rng_state  # noqa: F401 (public here too)
 
-__all__ = ["Trainer", "NonFiniteLossError"]
+__all__ = ["Trainer", "NonFiniteLossError", "TrainingInterrupted"]
 
 
 class NonFiniteLossError(FloatingPointError, RuntimeError):
     """The loss became nan or inf; the message names the epoch and step. Catch it as
     FloatingPointError or RuntimeError."""
+
+
+class TrainingInterrupted(Exception):
+    """fit stopped after an optimizer step because ``request_interrupt()`` was called.
+    ``epoch`` is the epoch it stopped in (from 1) and ``step`` the batches of it trained on, or
+    ``step=0`` and ``epoch`` the last finished epoch when it stopped between epochs;
+    ``global_step`` counts the batches trained on in all. The Trainer's state is consistent:
+    ``save_checkpoint`` then ``fit(resume_from=...)`` (or ``fit`` again on the same Trainer)
+    continues from here."""
+
+    def __init__(self, epoch, step, global_step):
+        self.epoch, self.step, self.global_step = epoch, step, global_step
+        where = f"after epoch {epoch}" if step == 0 else f"in epoch {epoch} after step {step}"
+        super().__init__(f"training interrupted {where} (global step {global_step})")
+
+
+def _number_state(obj):
+    """The plain-number attributes of a metric (and of a RunningMean inside it): its sums."""
+    state = {}
+    for k, v in vars(obj).items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            state[k] = v
+        elif isinstance(v, RunningMean):
+            state[k] = _number_state(v)
+    return state
+
+
+def _set_number_state(obj, state):
+    for k, v in state.items():
+        if isinstance(v, dict):
+            _set_number_state(getattr(obj, k), v)
+        else:
+            setattr(obj, k, v)
 
 
 def _number(value):
@@ -63,37 +105,6 @@ def _first_dim(x):
         return len(x)
     except TypeError:
         return 1
-
-
-# ---- random number generators ------------------------------------------------------------------
-def rng_state():
-    """The state of every RNG training may draw from, as tensors and JSON-able values."""
-    from ..random import default_generator
-    kind, keys, pos, has_gauss, cached = np.random.get_state()
-    version, internal, gauss_next = random.getstate()
-    return {"minitorch_edge": default_generator.get_state(),
-            "numpy": {"bit_generator": kind, "key": [int(k) for k in keys], "pos": int(pos),
-                      "has_gauss": int(has_gauss), "cached_gaussian": float(cached)},
-            "python": {"version": int(version), "internal": [int(v) for v in internal],
-                       "gauss_next": gauss_next}}
-
-
-def set_rng_state(state):
-    """Restore what ``rng_state()`` returned."""
-    from ..random import default_generator
-    default_generator.set_state(state["minitorch_edge"])
-    n = state["numpy"]
-    np.random.set_state((n["bit_generator"], np.asarray(n["key"], dtype=np.uint32), int(n["pos"]),
-                         int(n["has_gauss"]), float(n["cached_gaussian"])))
-    p = state["python"]
-    random.setstate((int(p["version"]), tuple(int(v) for v in p["internal"]), p["gauss_next"]))
-
-
-def seed_everything(seed):
-    """Seed minitorch_edge's default generator, numpy's global RNG and Python's ``random``."""
-    from ..random import manual_seed
-    manual_seed(seed)
-    random.seed(seed)
 
 
 class Trainer:
@@ -174,6 +185,9 @@ class Trainer:
         self.epochs = None
         self.should_stop = False
         self._progress = None
+        self._interrupt_requested = False
+        self._position = None       # inside an epoch: what a mid-epoch checkpoint records
+        self._resume_position = None
         if seed is not None:
             seed_everything(seed)
 
@@ -226,6 +240,11 @@ class Trainer:
         for cb in self._ordered_callbacks():
             getattr(cb, hook)(self, *args)
 
+    def request_interrupt(self):
+        """Stop fit after the current optimizer step with ``TrainingInterrupted`` (see the file
+        header). Only sets a flag, so a signal handler may call it."""
+        self._interrupt_requested = True
+
     def _print(self, text):
         if self._progress is not None:
             self._progress.write(text)
@@ -261,6 +280,8 @@ class Trainer:
                              f"Trainer(scheduler_monitor='loss')")
         if resume_from is not None:
             self.load_checkpoint(resume_from)
+        elif self._position is not None:       # fit again after TrainingInterrupted: continue
+            self._resume_position, self._position = self._position, None
         if self.epoch >= epochs:
             warnings.warn(f"fit: {self.epoch} epochs are already finished and epochs={epochs} is "
                           f"the final epoch count (as Keras/Lightning); nothing to do. Pass "
@@ -269,11 +290,14 @@ class Trainer:
             self._own_log.truncate(self.epoch)
         self.epochs = epochs
         self.should_stop = False
+        self._interrupt_requested = False
         self._progress = Progress(self.verbose)
         try:
             self._call("on_fit_start")
             while self.epoch < epochs and not self.should_stop:
                 self._run_epoch(train_loader, val_loader)
+                if self._interrupt_requested and self.epoch < epochs and not self.should_stop:
+                    raise TrainingInterrupted(self.epoch, 0, self.global_step)
             self._call("on_fit_end")
         finally:
             self._progress.close()
@@ -296,7 +320,21 @@ class Trainer:
             total = None
         self._progress.start_epoch(epoch, self.epochs, total)
         pending, lr = 0, self._lr()
-        for step, batch in enumerate(train_loader, 1):
+        resume, self._resume_position = self._resume_position, None
+        epoch_rng = rng_state() if resume is None else resume["epoch_rng"]
+        if resume is not None:              # replay this epoch's order up to the checkpoint
+            now = rng_state()
+            set_rng_state(epoch_rng)
+        batches = iter(train_loader)
+        if resume is not None:
+            for _ in range(resume["step"]):
+                next(batches)
+            set_rng_state(now)
+            _set_number_state(loss_mean, resume["loss"])
+            for name, m in metrics.items():
+                _set_number_state(m, resume["metrics"].get(name, {}))
+        first = 1 if resume is None else resume["step"] + 1
+        for step, batch in enumerate(batches, first):
             inputs, target = self.unpack_batch(batch)
             self._call("on_batch_start", step, {"epoch": epoch})
             lr = self._lr()
@@ -323,6 +361,11 @@ class Trainer:
             self._call("on_batch_end", step, {"loss": value, "batch_size": n, "lr": lr})
             self._progress.update({"loss": loss_mean.compute(),
                                    **{k: m.compute() for k, m in metrics.items()}, "lr": lr})
+            if self._interrupt_requested and pending == 0:
+                self._position = {"epoch": epoch, "step": step, "epoch_rng": epoch_rng,
+                                  "loss": _number_state(loss_mean),
+                                  "metrics": {k: _number_state(m) for k, m in metrics.items()}}
+                raise TrainingInterrupted(epoch, step, self.global_step)
         if loss_mean.count == 0:
             raise ValueError(f"fit: train_loader yielded no batches in epoch {epoch} (an empty "
                              f"dataset, or drop_last=True with fewer samples than batch_size?)")
@@ -443,7 +486,8 @@ class Trainer:
                 "epoch": self.epoch, "global_step": self.global_step,
                 "rng": rng_state(),
                 "history": self.history.state_dict(),
-                "callbacks": {k: v for k, v in callbacks.items() if v}}
+                "callbacks": {k: v for k, v in callbacks.items() if v},
+                **({} if self._position is None else {"position": self._position})}
 
     def load_state_dict(self, state_dict):
         """Restore everything ``state_dict()`` holds, RNG states included."""
@@ -471,6 +515,13 @@ class Trainer:
             if key in saved:
                 cb.load_state_dict(saved[key])
         set_rng_state(state_dict["rng"])
+        position = state_dict.get("position")
+        if position is not None and int(position["epoch"]) != self.epoch + 1:
+            raise ValueError(f"Trainer: the checkpoint's position is in epoch {position['epoch']} "
+                             f"but {self.epoch} epochs are finished; the file is inconsistent")
+        self._resume_position = None if position is None else \
+            {**position, "step": int(position["step"])}
+        self._position = None
 
     def save_checkpoint(self, path):
         """Write ``state_dict()`` to ``path`` with ``minitorch_edge.save`` (atomic, no pickle)."""
