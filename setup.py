@@ -16,6 +16,15 @@ its API exported) and minitorch_edge/runtime/bin/mte-run (tools/, linked with th
 statically); the `mte-run` command (minitorch_edge/runtime/_cli.py) runs the latter. They
 are optional in the same way: without them the install succeeds and says so.
 
+Every file is compiled in parallel (os.cpu_count() jobs; MTE_BUILD_JOBS overrides): libmte's
+C sources with their own flags (`_compile`), and the extension's own C++ sources, which
+setuptools would compile one after another (`_parallel_compile`).
+
+When the extension is not built (a failed build, no pybind11, MTE_NO_EXTENSION=1), the reason is
+kept in minitorch_edge/_native_build_error.txt, installed with the package: `import
+minitorch_edge` with MTE_BACKEND=native warns with it, and `minitorch-edge info` prints it
+(backend.native_error()). A successful build removes the file.
+
 Set MTE_NO_EXTENSION=1 to skip the extension (and so the runtime's files) on purpose.
 """
 import glob
@@ -27,6 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NATIVE = "native"
@@ -63,6 +73,10 @@ PORTABLE_FLAGS = ["-std=c11", "-O3", "-g0", "-fPIC", "-fvisibility=hidden"]
 C_FLAGS = PORTABLE_FLAGS + ["-DMTE_EMBEDDED"]
 # where the runtime's shared library and executable go, inside the package
 RUNTIME_PACKAGE = os.path.join("minitorch_edge", "runtime")
+# why the extension is missing (read by minitorch_edge/backend/__init__.py: BUILD_ERROR_FILE)
+BUILD_ERROR_FILE = os.path.join("minitorch_edge", "_native_build_error.txt")
+JOBS = max(1, int(os.environ.get("MTE_BUILD_JOBS") or os.cpu_count() or 1))
+_not_built = []       # why extensions() returned no extension (then build_ext does not run)
 
 
 def _warn(msg):
@@ -70,6 +84,47 @@ def _warn(msg):
                      "minitorch_edge will be installed without its native extension (nor "
                      "the C runtime's mte-run and libmte_runtime.so) and will use the numpy "
                      "backend.\n\n")
+
+
+def _build_error_paths(build_lib, source_tree=True):
+    """Where the build's error file goes: the package being installed (build_lib) and, for
+    in-place builds, the source tree."""
+    return [os.path.join(build_lib, BUILD_ERROR_FILE)] + (
+        [os.path.join(HERE, BUILD_ERROR_FILE)] if source_tree else [])
+
+
+def _record_build_error(build_lib, reason, source_tree):
+    """Keep why the extension is missing next to the package (best effort)."""
+    text = (f"the native extension minitorch_edge._C was not built: {reason}\n"
+            f"(machine {platform.machine()}, Python {platform.python_version()}; "
+            f"`pip install -v .` shows the compiler's own output)\n")
+    for path in _build_error_paths(build_lib, source_tree):
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError:
+            pass
+
+
+def _clear_build_error(build_lib):
+    for path in _build_error_paths(build_lib):
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+
+
+def _parallel_compile(compile, jobs):
+    """`compile` (a CCompiler's) that compiles a list of sources one file per thread, keeping
+    the order of the objects; setuptools calls it with all of an extension's sources."""
+    def parallel(sources, *args, **kwargs):
+        if len(sources) < 2 or jobs < 2:
+            return compile(sources, *args, **kwargs)
+        with ThreadPoolExecutor(min(jobs, len(sources))) as pool:
+            return [obj for objs in pool.map(lambda src: compile([src], *args, **kwargs),
+                                             sources) for obj in objs]
+    return parallel
 
 
 def _machine():
@@ -87,10 +142,16 @@ class OptionalBuildExt(build_ext):
 
     def run(self):
         self._runtime_files = []
+        self._failure = None
         try:
             super().run()
         except Exception as exc:  # no compiler at all, broken toolchain, ...
-            _warn(f"building the native extension failed: {exc}")
+            self._failure = f"building the native extension failed: {exc}"
+            _warn(self._failure)
+        if self._failure is None:
+            _clear_build_error(self.build_lib)
+        else:
+            _record_build_error(self.build_lib, self._failure, source_tree=self.inplace)
         if self.inplace:  # setuptools builds in build_lib, then copies to the source tree
             for rel in self._runtime_files:
                 target = os.path.join(HERE, rel)
@@ -101,7 +162,8 @@ class OptionalBuildExt(build_ext):
         try:
             self._build_native(ext)
         except Exception as exc:
-            _warn(f"building {ext.name} failed: {exc}")
+            self._failure = f"building {ext.name} failed: {type(exc).__name__}: {exc}"
+            _warn(self._failure)
 
     def _flag_works(self, flag):
         """Whether the C compiler accepts `flag` when compiling and linking."""
@@ -124,8 +186,7 @@ class OptionalBuildExt(build_ext):
             return self.compiler.compile(
                 [os.path.join(NATIVE, src)], output_dir=output_dir, include_dirs=include_dirs,
                 extra_postargs=flags + extra, debug=self.debug)
-        jobs = max(1, min(len(sources), os.cpu_count() or 1))
-        with ThreadPoolExecutor(jobs) as pool:
+        with ThreadPoolExecutor(max(1, min(len(sources), JOBS))) as pool:
             return [obj for objs in pool.map(one, sources) for obj in objs]
 
     def _build_native(self, ext):
@@ -140,7 +201,12 @@ class OptionalBuildExt(build_ext):
         objects = self._compile(sources, self.build_temp, include_dirs, C_FLAGS + openmp)
         ext.extra_objects = objects + list(ext.extra_objects or [])
         ext.extra_link_args = list(ext.extra_link_args or []) + openmp
-        super().build_extension(ext)
+        serial = self.compiler.compile     # the extension's own (C++) sources: in parallel too
+        self.compiler.compile = _parallel_compile(serial, JOBS)
+        try:
+            super().build_extension(ext)
+        finally:
+            self.compiler.compile = serial
         self._copy_into_source_tree(ext)
         try:
             self._build_runtime_files(sources, include_dirs, openmp)
@@ -188,13 +254,25 @@ class OptionalBuildExt(build_ext):
                 sys.stderr.write(f"minitorch_edge: could not copy {built} to {target}: {exc}\n")
 
 
+class RecordingBuildPy(build_py):
+    """build_py that also keeps the reason when no extension is to be built at all (then
+    build_ext does not run to keep it)."""
+
+    def run(self):
+        super().run()
+        if _not_built:
+            _record_build_error(self.build_lib, _not_built[0], source_tree=False)
+
+
 def extensions():
     if os.environ.get("MTE_NO_EXTENSION") == "1":
+        _not_built.append("skipped on purpose: MTE_NO_EXTENSION=1 was set when installing")
         return []
     try:
         from pybind11.setup_helpers import Pybind11Extension
     except ImportError:
         _warn("pybind11 is not installed")
+        _not_built.append("pybind11 is not installed (pip install pybind11, then reinstall)")
         return []
     ext = Pybind11Extension(
         "minitorch_edge._C",
@@ -213,4 +291,5 @@ def extensions():
     return [ext]
 
 
-setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt})
+setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt,
+                                         "build_py": RecordingBuildPy})

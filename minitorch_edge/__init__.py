@@ -93,7 +93,7 @@ _sys.meta_path.insert(0, _FullApiFinder)
 
 
 def __getattr__(name):
-    if name in _SUBMODULES:
+    if name in _LIGHT:
         return _importlib.import_module(f"{__name__}.{name}")
     if name.startswith("__") and name != "__all__":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -101,8 +101,10 @@ def __getattr__(name):
     namespace = globals()
     if name == "__all__" and namespace.get("_full_api_loaded"):
         namespace["__all__"] = sorted(k for k in namespace if not k.startswith("_"))
-    if name in namespace:
+    if name in namespace:      # the API's name first: `tensor` is the function, not tensor.py
         return namespace[name]
+    if name in _SUBMODULES:    # a submodule outside the API (cli, demo)
+        return _importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -592,6 +592,9 @@ def test_forward_type_errors():
     with pytest.raises(TypeError, match="GRU: hx must be a Tensor"):
         gru(x, (mte.zeros(1, B, H),))
     with pytest.raises(TypeError, match="LSTM: input must be a Tensor or a PackedSequence"):
+        lstm(x.numpy().tolist())
+    with pytest.raises(TypeError, match=r"LSTM: input 1 is a numpy.ndarray .* "
+                                        r"minitorch_edge.from_numpy\(x\)"):    # nn/_inputs.py
         lstm(x.numpy())
     packed = mte.nn.utils.rnn.pack_sequence([mte.randn(3, 5), mte.randn(2, 5)])
     with pytest.raises(RuntimeError, match=re.escape("LSTM: input.size(-1) must be equal to "

@@ -15,11 +15,18 @@
 
 # %%
 import os
+import tempfile
 
 import minitorch_edge as mte
 from minitorch_edge import optim
 
 FAST = os.environ.get("MTE_TUTORIAL_FAST") == "1"
+# Files go to $MTE_TUTORIAL_OUT when it is set (and are kept), else to a temporary folder that
+# the end of the tutorial removes.
+_scratch = None if os.environ.get("MTE_TUTORIAL_OUT") else tempfile.TemporaryDirectory(
+    prefix="mte_optimizers_")
+OUT = os.environ.get("MTE_TUTORIAL_OUT") or _scratch.name
+os.makedirs(OUT, exist_ok=True)
 STEPS = 200 if FAST else 2000
 
 
@@ -88,6 +95,15 @@ else:
         ax.plot(path[:, 0], path[:, 1], label=name)
     ax.plot([1], [1], "k*", markersize=12)
     ax.legend()
-    out = os.environ.get("MTE_TUTORIAL_OUT", ".")
-    fig.savefig(os.path.join(out, "05_optimizers.png"), dpi=100)
-    print("saved", os.path.join(out, "05_optimizers.png"))
+    fig.savefig(os.path.join(OUT, "05_optimizers.png"), dpi=100)
+    plt.close(fig)
+    print("saved", os.path.join(OUT, "05_optimizers.png"))
+
+# %% [markdown]
+# ## Clean up
+# The temporary folder goes (a folder named by MTE_TUTORIAL_OUT stays).
+
+# %%
+if _scratch is not None:
+    _scratch.cleanup()
+    print("removed the temporary folder", OUT, "(set MTE_TUTORIAL_OUT=<folder> to keep the files)")

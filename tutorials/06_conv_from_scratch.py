@@ -93,23 +93,43 @@ assert np.allclose(y_loop.numpy(), y_lib.numpy(), atol=1e-4)
 
 # %% [markdown]
 # ## 4. Timing
+# On one thread, medians of interleaved rounds: the ratios are the lesson, and they hold on a
+# busy machine even when the milliseconds do not.
 
 # %%
-def best_of(fn, repeats=3):
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times) * 1e3
+def median_ms(fns, rounds=5 if FAST else 9, min_seconds=2e-3):
+    """{name: median ms per call} of the functions `fns` ({name: fn}), timed in interleaved
+    rounds on one thread: each round runs every fn once (a call quicker than `min_seconds` is
+    repeated until that much time has passed), so a busy machine slows all alike and the ratios
+    hold even when the milliseconds swing."""
+    threads = mte.get_num_threads()
+    mte.set_num_threads(1)
+    try:
+        for fn in fns.values():
+            fn()                                               # warm-up
+        samples = {name: [] for name in fns}
+        for _ in range(rounds):
+            for name, fn in fns.items():
+                calls, t0 = 0, time.perf_counter()
+                while True:
+                    fn()
+                    calls += 1
+                    elapsed = time.perf_counter() - t0
+                    if elapsed >= min_seconds:
+                        break
+                samples[name].append(elapsed / calls)
+    finally:
+        mte.set_num_threads(threads)
+    return {name: 1e3 * float(np.median(times)) for name, times in samples.items()}
 
 
-t_loop = best_of(lambda: simple.forward(x), 1)
-t_cols = best_of(lambda: conv2d_im2col(x.numpy(), w.numpy(), b.numpy()))
-t_lib = best_of(lambda: nn.functional.conv2d(x, w, b))
-print(f"sliding window: {t_loop:8.2f} ms")
-print(f"im2col + GEMM : {t_cols:8.2f} ms  ({t_loop / t_cols:.0f}x faster)")
-print(f"F.conv2d      : {t_lib:8.2f} ms  (backend: {mte.backend.active()})")
+ms = median_ms({"loop": lambda: simple.forward(x),
+                "cols": lambda: conv2d_im2col(x.numpy(), w.numpy(), b.numpy()),
+                "lib": lambda: nn.functional.conv2d(x, w, b)}, rounds=3)
+print(f"sliding window: {ms['loop']:8.2f} ms")
+print(f"im2col + GEMM : {ms['cols']:8.2f} ms  ({ms['loop'] / ms['cols']:.0f}x faster)")
+print(f"F.conv2d      : {ms['lib']:8.2f} ms  ({ms['loop'] / ms['lib']:.0f}x faster; backend: "
+      f"{mte.backend.active()})")
 
 # %% [markdown]
 # The loop runs out_h·out_w small Python-level steps; im2col hands one large matrix product to

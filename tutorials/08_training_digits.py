@@ -27,7 +27,12 @@ from minitorch_edge.data.datasets import Digits
 from minitorch_edge.train import EarlyStopping, Trainer
 
 FAST = os.environ.get("MTE_TUTORIAL_FAST") == "1"
-OUT = os.environ.get("MTE_TUTORIAL_OUT") or tempfile.mkdtemp(prefix="mte_digits_")
+# Files go to $MTE_TUTORIAL_OUT when it is set (and are kept), else to a temporary folder that
+# the end of the tutorial removes.
+_scratch = None if os.environ.get("MTE_TUTORIAL_OUT") else tempfile.TemporaryDirectory(
+    prefix="mte_digits_")
+OUT = os.environ.get("MTE_TUTORIAL_OUT") or _scratch.name
+os.makedirs(OUT, exist_ok=True)
 mte.manual_seed(0)
 
 # %% [markdown]
@@ -107,3 +112,12 @@ if SummaryWriter is not None:
         print("event files in", os.path.join(OUT, "tb"), "- run: tensorboard --logdir", OUT)
     except ImportError as e:
         print("no TensorBoard:", e)
+
+# %% [markdown]
+# ## Clean up
+# The temporary folder goes (a folder named by MTE_TUTORIAL_OUT stays).
+
+# %%
+if _scratch is not None:
+    _scratch.cleanup()
+    print("removed the temporary folder", OUT, "(set MTE_TUTORIAL_OUT=<folder> to keep the files)")

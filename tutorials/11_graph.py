@@ -28,7 +28,12 @@ from minitorch_edge import autograd, graph, nn
 from minitorch_edge.graph.passes import DEFAULT, PASSES
 
 FAST = os.environ.get("MTE_TUTORIAL_FAST") == "1"
-OUT = os.environ.get("MTE_TUTORIAL_OUT") or tempfile.mkdtemp(prefix="mte_graph_")
+# Files go to $MTE_TUTORIAL_OUT when it is set (and are kept), else to a temporary folder that
+# the end of the tutorial removes.
+_scratch = None if os.environ.get("MTE_TUTORIAL_OUT") else tempfile.TemporaryDirectory(
+    prefix="mte_graph_")
+OUT = os.environ.get("MTE_TUTORIAL_OUT") or _scratch.name
+os.makedirs(OUT, exist_ok=True)
 mte.manual_seed(0)
 rng = np.random.default_rng(0)
 
@@ -198,25 +203,41 @@ print("saved", path, f"({text.count(' -> ')} edges)")
 # ## 6. Eager vs the executor
 # `g.compile()` checks the graph once, plans the arena, allocates it once and prepares the
 # weights (packed GEMM panels, transformed filters) on a first run. A call then runs the steps
-# with no autograd, no module dispatch and no allocation per op. Median of a few runs each.
+# with no autograd, no module dispatch and no allocation per op. On one thread, medians of
+# interleaved rounds (the ratio to eager is what to read).
 
 
 # %%
-def median_ms(fn, repeats):
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times)) * 1e3
+def median_ms(fns, rounds=5 if FAST else 9, min_seconds=2e-3):
+    """{name: median ms per call} of the functions `fns` ({name: fn}), timed in interleaved
+    rounds on one thread: each round runs every fn once (a call quicker than `min_seconds` is
+    repeated until that much time has passed), so a busy machine slows all alike and the ratios
+    hold even when the milliseconds swing."""
+    threads = mte.get_num_threads()
+    mte.set_num_threads(1)
+    try:
+        for fn in fns.values():
+            fn()                                               # warm-up
+        samples = {name: [] for name in fns}
+        for _ in range(rounds):
+            for name, fn in fns.items():
+                calls, t0 = 0, time.perf_counter()
+                while True:
+                    fn()
+                    calls += 1
+                    elapsed = time.perf_counter() - t0
+                    if elapsed >= min_seconds:
+                        break
+                samples[name].append(elapsed / calls)
+    finally:
+        mte.set_num_threads(threads)
+    return {name: 1e3 * float(np.median(times)) for name, times in samples.items()}
 
 
 run = opt.compile()
 print(run)
 assert np.allclose(run(x), got, rtol=1e-4, atol=1e-5)
 xt = mte.tensor(x)
-repeats = 3 if FAST else 20
 
 
 def eager_call():
@@ -224,10 +245,18 @@ def eager_call():
         model(xt)
 
 
-t_eager = median_ms(eager_call, repeats)
 run_traced = g.compile()
-t_traced = median_ms(lambda: run_traced(x), repeats)
-t_exec = median_ms(lambda: run(x), repeats)
+ms = median_ms({"eager": eager_call, "traced": lambda: run_traced(x), "exec": lambda: run(x)})
+t_eager, t_traced, t_exec = ms["eager"], ms["traced"], ms["exec"]
 print(f"eager (no_grad)         {t_eager:8.3f} ms")
-print(f"executor, traced graph  {t_traced:8.3f} ms")
+print(f"executor, traced graph  {t_traced:8.3f} ms   ({t_eager / t_traced:.1f}x eager)")
 print(f"executor, optimised     {t_exec:8.3f} ms   ({t_eager / t_exec:.1f}x eager)")
+
+# %% [markdown]
+# ## Clean up
+# The temporary folder goes (a folder named by MTE_TUTORIAL_OUT stays).
+
+# %%
+if _scratch is not None:
+    _scratch.cleanup()
+    print("removed the temporary folder", OUT, "(set MTE_TUTORIAL_OUT=<folder> to keep the files)")

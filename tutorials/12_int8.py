@@ -33,7 +33,11 @@ from minitorch_edge.data.datasets import Digits
 from minitorch_edge.train import Trainer
 
 FAST = os.environ.get("MTE_TUTORIAL_FAST") == "1"
-OUT = os.environ.get("MTE_TUTORIAL_OUT") or tempfile.mkdtemp(prefix="mte_int8_")
+# Files go to $MTE_TUTORIAL_OUT when it is set (and are kept), else to a temporary folder that
+# the end of the tutorial removes.
+_scratch = None if os.environ.get("MTE_TUTORIAL_OUT") else tempfile.TemporaryDirectory(
+    prefix="mte_int8_")
+OUT = os.environ.get("MTE_TUTORIAL_OUT") or _scratch.name
 os.makedirs(OUT, exist_ok=True)
 mte.manual_seed(0)
 
@@ -179,3 +183,12 @@ try:
     print("saved", path)
 except ImportError:
     print("matplotlib not installed: no picture")
+
+# %% [markdown]
+# ## Clean up
+# The temporary folder goes (a folder named by MTE_TUTORIAL_OUT stays).
+
+# %%
+if _scratch is not None:
+    _scratch.cleanup()
+    print("removed the temporary folder", OUT, "(set MTE_TUTORIAL_OUT=<folder> to keep the files)")

@@ -38,7 +38,11 @@ from minitorch_edge.data.datasets import Digits
 from minitorch_edge.train import Trainer
 
 FAST = os.environ.get("MTE_TUTORIAL_FAST") == "1"
-OUT = os.environ.get("MTE_TUTORIAL_OUT") or tempfile.mkdtemp(prefix="mte_deploy_")
+# Files go to $MTE_TUTORIAL_OUT when it is set (and are kept), else to a temporary folder that
+# the end of the tutorial removes.
+_scratch = None if os.environ.get("MTE_TUTORIAL_OUT") else tempfile.TemporaryDirectory(
+    prefix="mte_deploy_")
+OUT = os.environ.get("MTE_TUTORIAL_OUT") or _scratch.name
 os.makedirs(OUT, exist_ok=True)
 mte.manual_seed(0)
 
@@ -154,27 +158,59 @@ else:
 # ## 6. Sizes and latencies side by side
 # Latencies on a tiny model are dominated by fixed costs (one call crosses into C once; the
 # graph has a handful of nodes); bench/runtime.py measures MobileNetV2 and ResNet-18 against
-# onnxruntime.
+# onnxruntime. On one thread, medians of interleaved rounds.
 
 # %%
 
 
-def median_ms(fn, repeats):
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return 1e3 * float(np.median(times))
+def median_ms(fns, rounds=5 if FAST else 9, min_seconds=2e-3):
+    """{name: median ms per call} of the functions `fns` ({name: fn}), timed in interleaved
+    rounds on one thread: each round runs every fn once (a call quicker than `min_seconds` is
+    repeated until that much time has passed), so a busy machine slows all alike and the ratios
+    hold even when the milliseconds swing."""
+    threads = mte.get_num_threads()
+    mte.set_num_threads(1)
+    try:
+        for fn in fns.values():
+            fn()                                               # warm-up
+        samples = {name: [] for name in fns}
+        for _ in range(rounds):
+            for name, fn in fns.items():
+                calls, t0 = 0, time.perf_counter()
+                while True:
+                    fn()
+                    calls += 1
+                    elapsed = time.perf_counter() - t0
+                    if elapsed >= min_seconds:
+                        break
+                samples[name].append(elapsed / calls)
+    finally:
+        mte.set_num_threads(threads)
+    return {name: 1e3 * float(np.median(times)) for name, times in samples.items()}
 
 
-repeats = 20 if FAST else 200
 x_t = mte.tensor(example)
-with mte.no_grad():
-    rows = [("eager (training stack)", median_ms(lambda: model(x_t), repeats), None)]
+
+
+def eager_call():
+    with mte.no_grad():
+        model(x_t)
+
+
+fns, sizes = {"eager (training stack)": eager_call}, {}
 for label, path in (("C runtime, float32", float_path), ("C runtime, int8", int8_path)):
     m = rt.load(path, threads=1)
-    rows.append((label, median_ms(lambda m=m: m(example), repeats), os.path.getsize(path)))
-for label, ms, size in rows:
-    print(f"{label:24s} {ms:7.3f} ms" + (f"   file {size:,} bytes" if size else ""))
+    fns[label], sizes[label] = (lambda m=m: m(example)), os.path.getsize(path)
+ms = median_ms(fns)
+for label, t in ms.items():
+    print(f"{label:24s} {t:7.3f} ms  ({ms['eager (training stack)'] / t:5.1f}x eager)"
+          + (f"   file {sizes[label]:,} bytes" if label in sizes else ""))
+
+# %% [markdown]
+# ## Clean up
+# The temporary folder goes (a folder named by MTE_TUTORIAL_OUT stays).
+
+# %%
+if _scratch is not None:
+    _scratch.cleanup()
+    print("removed the temporary folder", OUT, "(set MTE_TUTORIAL_OUT=<folder> to keep the files)")

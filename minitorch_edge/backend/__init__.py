@@ -22,6 +22,11 @@ default ``auto``: native where built). A kernel set that was not built is simply
 built". ``table()`` (printed by ``minitorch-edge info``) says for each kernel what runs it:
 ``numpy`` or ``native[ISA]``.
 
+When the extension is missing, ``info()["native_error"]`` says why: the error of importing
+``_C``, or the build's own error, which setup.py keeps in ``_native_build_error.txt`` next to
+the package when the build fails or is skipped. Asking for ``MTE_BACKEND=native`` without it
+warns once, with that reason.
+
 Kernels that have an inference-only fast path (Winograd, prepacked weights) take an
 ``inference`` argument from their caller; the rule for when to take it lives in the native
 module, next to the kernel. ``max_pool2d_inference`` is max_pool2d without the indices (which
@@ -40,7 +45,8 @@ from typing import NamedTuple, Optional
 
 from . import numpy_backend
 
-__all__ = ["KERNELS", "active", "get_num_threads", "info", "set_num_threads", "table", "use"]
+__all__ = ["KERNELS", "active", "get_num_threads", "info", "native_error", "set_num_threads",
+           "table", "use"]
 
 
 class Kernel(NamedTuple):
@@ -107,15 +113,57 @@ __all__ += list(KERNELS)
 _C = None             # the extension module once loaded, or None
 _active = "numpy"
 _num_threads = [os.cpu_count() or 1]
+_import_error = None  # why `from minitorch_edge import _C` failed, when it was there to import
+_warned_missing = False
+# written by setup.py when the extension's build fails or is skipped; removed when it succeeds
+# ($MTE_BUILD_ERROR_FILE points elsewhere, for tests)
+BUILD_ERROR_FILE = os.environ.get("MTE_BUILD_ERROR_FILE") or os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "_native_build_error.txt")
 
 
 def _load_extension():
-    """minitorch_edge._C, or None when it was not built."""
+    """minitorch_edge._C, or None when it was not built (or does not import: `_import_error`
+    keeps why)."""
+    global _import_error
     try:
         from .. import _C as ext
-    except ImportError:
+    except ImportError as e:
+        missing = (isinstance(e, ModuleNotFoundError)
+                   and e.name == __name__.rpartition(".")[0] + "._C")
+        _import_error = None if missing else f"{type(e).__name__}: {e}"
         return None
     return ext
+
+
+def native_error(limit=600):
+    """One line saying why the native extension is missing (None when it is there or the
+    reason is unknown): its import error, or the build's error that setup.py kept."""
+    if _C is not None:
+        return None
+    if _import_error is not None:
+        return f"minitorch_edge._C is there but does not import ({_import_error})"
+    try:
+        with open(BUILD_ERROR_FILE, encoding="utf-8", errors="replace") as f:
+            text = " ".join(f.read().split())
+    except OSError:
+        return None
+    if len(text) > limit:
+        text = text[:limit] + " ..."
+    return f"{text} (the whole message: {BUILD_ERROR_FILE})"
+
+
+def _warn_missing():
+    global _warned_missing
+    if _warned_missing:
+        return
+    _warned_missing = True
+    why = native_error() or ("minitorch_edge._C is not built (no build record: installed "
+                             "from a wheel without it, or built with MTE_NO_EXTENSION=1?)")
+    warnings.warn(f"MTE_BACKEND=native was asked for, but the native extension is missing, so "
+                  f"minitorch_edge runs on its numpy backend (correct, slower). Why: {why}. To "
+                  f"build it, install a C compiler and pybind11, then reinstall minitorch_edge "
+                  f"(pip install -v . shows the build); `minitorch-edge info` shows the "
+                  f"reason again.", RuntimeWarning, stacklevel=3)
 
 
 def _native_function(kernel, ext):
@@ -132,10 +180,9 @@ def use(name):
     if name not in ("numpy", "native", "auto"):
         raise ValueError(f"MTE_BACKEND must be one of numpy, native, auto (got {name!r})")
     ext = None if name == "numpy" else _load_extension()
-    if name == "native" and ext is None:
-        warnings.warn("MTE_BACKEND=native but minitorch_edge._C is not built; using the numpy "
-                      "backend", RuntimeWarning, stacklevel=2)
     _C, _active = ext, ("native" if ext is not None else "numpy")
+    if name == "native" and ext is None:
+        _warn_missing()
     for kernel in KERNELS.values():
         globals()[kernel.name] = _native_function(kernel, ext) or kernel.numpy
 
@@ -169,6 +216,9 @@ def info():
                     "num_threads": ext.get_num_threads()})
     else:
         out["native"] = "not built (numpy backend only)"
+        why = native_error()
+        if why is not None:
+            out["native_error"] = why
     out["dispatch"] = table()
     if ext is not None:
         out["isa_table"] = ext.dispatch_table()

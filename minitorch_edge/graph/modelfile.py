@@ -11,11 +11,14 @@ dtype checked first). The graph itself is JSON in ``__metadata__``:
                                       "nodes": [{"op", "name", "inputs", "outputs",
                                                  "attrs": {...}}, ...]}
 
+    "minitorch_edge.sha256":         {"constant name": sha256 hex of its bytes, ...}
+
 Every value is listed (inputs, constants, node outputs) with its shape and numpy dtype name;
 the constants are the file's tensors, under their value names. An attribute is an int, a
 finite float, a string, a bool or a list of them. Any safetensors reader sees the weights;
 `load` (and the C runtime, native/runtime/) rebuild the Graph and check it completely before
-use: the container (utils.serialization's rules), then the JSON's shape, then the graph
+use: the container (utils.serialization's rules, the constants' digests too where present; the
+C runtime does not check digests), then the JSON's shape, then the graph
 (`Graph.check`: every reference defined earlier, shapes and dtypes as the op rules infer,
 no unknown op). Any problem is one `ModelFormatError` naming the file and the rule.
 """
@@ -26,7 +29,7 @@ import math
 import numpy as np
 
 from ..utils import serialization as _ser
-from ..utils._format import _VERSION, _VERSION_KEY, ModelFormatError, _strict_json
+from ..utils._format import _DIGEST_KEY, _VERSION, _VERSION_KEY, ModelFormatError, _strict_json
 from .ir import Graph, GraphError, Node, Value
 
 __all__ = ["save", "to_bytes", "load", "export_model", "GRAPH_KEY", "GRAPH_VERSION", "ModelFormatError"]
@@ -86,7 +89,9 @@ def _container(g):
               for name, a in g.constants.items()]
     header = _ser._header(None, arrays)
     meta_doc = json.loads(header.decode("utf-8"))
-    meta_doc["__metadata__"] = {_VERSION_KEY: _VERSION, KIND_KEY: "graph", GRAPH_KEY: doc}
+    digests = meta_doc["__metadata__"][_DIGEST_KEY]
+    meta_doc["__metadata__"] = {_VERSION_KEY: _VERSION, KIND_KEY: "graph", GRAPH_KEY: doc,
+                                _DIGEST_KEY: digests}
     raw = json.dumps(meta_doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     if len(raw) > _ser.MAX_HEADER_BYTES:
         raise ValueError(f"Graph.save: the header would take {len(raw)} bytes, over the "
@@ -177,8 +182,9 @@ def _graph_from(doc, arrays):
     return g
 
 
-def load(path):
-    """The Graph stored at `path` by `save` (or `Graph.save`), checked completely."""
+def load(path, verify=True):
+    """The Graph stored at `path` by `save` (or `Graph.save`), checked completely; with
+    `verify`, the constants' bytes against the sha256 digests recorded at saving (if any)."""
     with open(path, "rb") as f:
         f.seek(0, 2)
         size = f.tell()
@@ -190,10 +196,11 @@ def load(path):
                   "this is not a model file (no graph in __metadata__): a weights file? load "
                   "it with minitorch_edge.load")
             doc = _strict_json(metadata[GRAPH_KEY], "the graph")
-            arrays = {e[0]: _ser._read_array(f, *e) for e in entries}
+            digests = _ser._digests(metadata, entries) if verify else {}
+            arrays = {e[0]: _ser._read_array(f, *e, digests.get(e[0])) for e in entries}
             return _graph_from(doc, arrays)
         except ModelFormatError as e:
-            raise ModelFormatError(f"{path}: {e}") from None
+            raise _ser.located(e, path) from None
 
 
 def export_model(module, example_inputs, path, calibration_data=None):

@@ -4,7 +4,8 @@ A Module owns three ordered dicts — parameters (learnable tensors), buffers (s
 BatchNorm's running mean) and sub-modules — filled automatically by attribute assignment:
 ``self.fc = Linear(4, 2)`` registers a child, ``self.w = Parameter(...)`` a parameter. Everything
 else (``parameters()``, ``state_dict()``, ``to()``, ``train()``) walks that tree.
-Calling a module runs forward pre-hooks, ``forward``, then forward hooks.
+Calling a module runs forward pre-hooks, ``forward``, then forward hooks; an input that is not
+a Tensor (a numpy array, a list) is a TypeError naming the module and the fix (nn/_inputs.py).
 """
 from collections import OrderedDict, namedtuple
 
@@ -13,6 +14,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..backend.prepared import wrote as _wrote
 from ..tensor import Tensor
+from . import _inputs
 from .parameter import Buffer, Parameter
 
 __all__ = ["Module"]
@@ -49,13 +51,26 @@ class Module:
                                   f'"forward" function')
 
     # ---- calling --------------------------------------------------------------------------------
+    _takes_arrays = False     # True: forward accepts numpy arrays (see nn/_inputs.py)
+
     def __call__(self, *args, **kwargs):
+        for a in args:                # a numpy array: TypeError naming this module
+            if isinstance(a, np.ndarray) and not self._takes_arrays:
+                _inputs.check_no_arrays(self, args, kwargs)
+        if kwargs and not self._takes_arrays:
+            _inputs.check_no_arrays(self, (), kwargs)
         if self._forward_pre_hooks:   # (tested first: most modules have no hooks)
             for hook in list(self._forward_pre_hooks.values()):
                 new = hook(self, args)
                 if new is not None:
                     args = new if isinstance(new, tuple) else (new,)
-        out = self.forward(*args, **kwargs)
+        try:
+            out = self.forward(*args, **kwargs)
+        except AttributeError as e:   # a list or number where a Tensor is needed
+            better = _inputs.from_attribute_error(type(self).__name__, e, args, kwargs)
+            if better is None:
+                raise
+            raise better from None
         if self._forward_hooks:
             for hook in list(self._forward_hooks.values()):
                 new = hook(self, args, out)

@@ -89,6 +89,9 @@ class LogSoftmax(Function):
 
 
 def _prepare(op, input, dim, dtype):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}; wrap it with minitorch_edge.tensor(...)")
     if dim is None:
         raise TypeError(f"{op}(): missing required argument 'dim': pass the dimension to "
                         f"normalize over, e.g. {op}(x, dim=-1) (there is no implicit dim)")

@@ -92,6 +92,7 @@ class Observer(Module):
     ``calculate_qparams()`` gives (scale, zero_point); ``reset()`` forgets everything.
     Subclasses implement ``_observe(array)`` and ``_range() -> (min, max)``."""
     ch_axis = None
+    _takes_arrays = True          # numpy arrays are observed as they are (nn/_inputs.py)
 
     def __init__(self, quant_min=-128, quant_max=127, symmetric=False, eps=FLOAT32_EPS):
         super().__init__()

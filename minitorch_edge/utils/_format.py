@@ -1,6 +1,8 @@
 """The vocabulary shared by the writer and the reader of the saved-file format
 (serialization.py): safetensors' dtype codes, the limits a reader enforces, the metadata keys
-of the structure skeleton, the one error type, and strict JSON parsing."""
+of the structure skeleton and of the tensors' digests, the one error type, and strict JSON
+parsing."""
+import hashlib
 import json
 
 import numpy as np
@@ -13,6 +15,9 @@ _MAX_NDIM = 64 if np.lib.NumpyVersion(np.__version__) >= "2.0.0" else 32
 _STRUCTURE_KEY = "minitorch_edge.structure"
 _VERSION_KEY = "minitorch_edge.format_version"
 _VERSION = "1"
+# {"tensor name": sha256 hex of its bytes as stored, ...} as a JSON string: what `load` checks
+# the data section against (a file without it, from another tool, loads unchecked).
+_DIGEST_KEY = "minitorch_edge.sha256"
 
 # safetensors' dtype codes. Tensors hold the first ten; numpy arrays in a checkpoint may also be
 # U16/U32/U64 (numpy's legacy RNG state is a uint32 array). BF16 (2 bytes, little-endian) is
@@ -33,6 +38,16 @@ BF16_NEEDS = ('dtype BF16 (bfloat16) needs the ml_dtypes package, which is not i
 
 class ModelFormatError(ValueError):
     """A file that is not a valid minitorch_edge / safetensors file (or holds what we cannot)."""
+
+
+class NotAModelFileError(ModelFormatError):
+    """The bytes are not a safetensors container at all (a text file, random bytes, an empty
+    file): the reader says so instead of quoting the header rule that failed first."""
+
+
+def digest(array):
+    """sha256 hex of a C-contiguous array's bytes (as they are, so: as the file stores them)."""
+    return hashlib.sha256(array.reshape(-1).view(np.uint8)).hexdigest()
 
 
 def code_of(np_dtype):

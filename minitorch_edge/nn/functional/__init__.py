@@ -4,8 +4,14 @@ aliases PyTorch keeps here for ops that live elsewhere (``F.tanh``, ``F.sigmoid`
 ``*_with_indices`` pooling forms).
 
 Each file here keeps an ``__all__``; everything listed is re-exported as ``nn.functional.<name>``.
+The forms defined under nn/ are re-exported through ``_inputs.tensor_entry_point``: a numpy
+array, list or number where a Tensor is needed is a TypeError naming the function and the fix
+(the ops' own forms check their inputs themselves).
 """
 import importlib
+import inspect
+
+from .. import _inputs
 
 from ...ops.activation import *  # noqa: F401,F403
 from ...ops.softmax import softmax, log_softmax  # noqa: F401
@@ -44,3 +50,15 @@ def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
 
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
     return _pooling.adaptive_max_pool2d(input, output_size, return_indices=True)
+
+
+def _guard_entry_points(namespace):
+    """Wrap every public function defined under nn/ (not the ops re-exported here, which check
+    their inputs and keep their identity: ``F.tanh is minitorch_edge.tanh``)."""
+    for name, fn in list(namespace.items()):
+        if (not name.startswith("_") and inspect.isfunction(fn)
+                and fn.__module__.startswith("minitorch_edge.nn.")):
+            namespace[name] = _inputs.tensor_entry_point(fn)
+
+
+_guard_entry_points(globals())

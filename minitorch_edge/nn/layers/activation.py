@@ -62,32 +62,69 @@ class _Plain(Module):
 
 
 class ReLU(_Inplace):
-    """max(x, 0)."""
+    """ReLU(x) = max(x, 0), elementwise.
+
+    Args:
+        inplace: write the result into the input's memory (default False).
+
+    Shape: input (*), any shape; output (*), the same shape.
+    """
     _fn = staticmethod(A.relu)
 
 
 class ReLU6(_Inplace):
-    """min(max(x, 0), 6)."""
+    """ReLU6(x) = min(max(x, 0), 6), elementwise.
+
+    Args:
+        inplace: write the result into the input's memory (default False).
+
+    Shape: input (*), any shape; output (*), the same shape.
+    """
     _fn = staticmethod(A.relu6)
 
 
 class SELU(_Inplace):
-    """scale * elu(x, alpha), the self-normalising constants."""
+    """SELU(x) = scale * (max(0, x) + min(0, alpha (e^x - 1))), elementwise, with the
+    self-normalising constants alpha = 1.6732632423543772, scale = 1.0507009873554805.
+
+    Args:
+        inplace: write the result into the input's memory (default False).
+
+    Shape: input (*), any shape; output (*), the same shape.
+    """
     _fn = staticmethod(A.selu)
 
 
 class SiLU(_Inplace):
-    """x * sigmoid(x)."""
+    """SiLU(x) = x * sigmoid(x) (the swish), elementwise.
+
+    Args:
+        inplace: write the result into the input's memory (default False).
+
+    Shape: input (*), any shape; output (*), the same shape.
+    """
     _fn = staticmethod(A.silu)
 
 
 class Mish(_Inplace):
-    """x * tanh(softplus(x))."""
+    """Mish(x) = x * tanh(softplus(x)), elementwise.
+
+    Args:
+        inplace: write the result into the input's memory (default False).
+
+    Shape: input (*), any shape; output (*), the same shape.
+    """
     _fn = staticmethod(A.mish)
 
 
 class Hardswish(_Inplace):
-    """x * relu6(x + 3) / 6."""
+    """Hardswish(x) = x * relu6(x + 3) / 6: 0 for x <= -3, x for x >= 3.
+
+    Args:
+        inplace: write the result into the input's memory (default False).
+
+    Shape: input (*), any shape; output (*), the same shape.
+    """
     _fn = staticmethod(A.hardswish)
 
     def extra_repr(self):   # PyTorch prints nothing here, even for inplace=True
@@ -95,7 +132,14 @@ class Hardswish(_Inplace):
 
 
 class Hardsigmoid(_Inplace):
-    """relu6(x + 3) / 6."""
+    """Hardsigmoid(x) = relu6(x + 3) / 6: 0 for x <= -3, 1 for x >= 3, linear
+    between.
+
+    Args:
+        inplace: write the result into the input's memory (default False).
+
+    Shape: input (*), any shape; output (*), the same shape.
+    """
     _fn = staticmethod(A.hardsigmoid)
 
     def extra_repr(self):
@@ -103,32 +147,59 @@ class Hardsigmoid(_Inplace):
 
 
 class Sigmoid(_Plain):
-    """1 / (1 + e^-x)."""
+    """Sigmoid(x) = 1 / (1 + e^-x), elementwise, in (0, 1).
+    Its gradient is sigmoid(x) (1 - sigmoid(x)), computed from the output.
+
+    Shape: input (*), any shape; output (*), the same shape.
+    """
     _fn = staticmethod(sigmoid)
 
 
 class Tanh(_Plain):
-    """tanh(x)."""
+    """Tanh(x) = (e^x - e^-x) / (e^x + e^-x), elementwise, in (-1, 1).
+    Its gradient is 1 - tanh(x)^2, computed from the output.
+
+    Shape: input (*), any shape; output (*), the same shape.
+    """
     _fn = staticmethod(tanh)
 
 
 class LogSigmoid(_Plain):
-    """log(sigmoid(x))."""
+    """LogSigmoid(x) = log(1 / (1 + e^-x)) = -softplus(-x), elementwise (computed
+    without overflow).
+
+    Shape: input (*), any shape; output (*), the same shape.
+    """
     _fn = staticmethod(A.logsigmoid)
 
 
 class Softsign(_Plain):
-    """x / (1 + |x|)."""
+    """Softsign(x) = x / (1 + |x|), elementwise, in (-1, 1).
+    Its gradient is 1 / (1 + |x|)^2.
+
+    Shape: input (*), any shape; output (*), the same shape.
+    """
     _fn = staticmethod(A.softsign)
 
 
 class Tanhshrink(_Plain):
-    """x - tanh(x)."""
+    """Tanhshrink(x) = x - tanh(x), elementwise.
+    Its gradient is tanh(x)^2.
+
+    Shape: input (*), any shape; output (*), the same shape.
+    """
     _fn = staticmethod(A.tanhshrink)
 
 
 class LeakyReLU(Module):
-    """x for x > 0, else negative_slope * x."""
+    """LeakyReLU(x) = x for x > 0, else negative_slope * x, elementwise.
+
+    Args:
+        negative_slope: the slope for x < 0 (default 0.01).
+        inplace: write the result into the input's memory (default False).
+
+    Shape: input (*), any shape; output (*), the same shape.
+    """
 
     def __init__(self, negative_slope=0.01, inplace=False):
         super().__init__()
@@ -142,7 +213,14 @@ class LeakyReLU(Module):
 
 
 class ELU(Module):
-    """x for x > 0, else alpha (e^x - 1)."""
+    """ELU(x) = x for x > 0, else alpha (e^x - 1), elementwise.
+
+    Args:
+        alpha: the value approached for x -> -inf is -alpha (default 1).
+        inplace: write the result into the input's memory (default False).
+
+    Shape: input (*), any shape; output (*), the same shape.
+    """
 
     def __init__(self, alpha=1.0, inplace=False):
         super().__init__()
@@ -156,14 +234,28 @@ class ELU(Module):
 
 
 class CELU(ELU):
-    """max(0, x) + min(0, alpha (e^(x/alpha) - 1))."""
+    """CELU(x) = max(0, x) + min(0, alpha (e^(x / alpha) - 1)), elementwise.
+
+    Args:
+        alpha: the scale of the negative part (default 1; not 0).
+        inplace: write the result into the input's memory (default False).
+
+    Shape: input (*), any shape; output (*), the same shape.
+    """
 
     def forward(self, input):
         return A.celu(input, self.alpha, self.inplace)
 
 
 class GELU(Module):
-    """x * Phi(x) (approximate='none') or its tanh approximation (approximate='tanh')."""
+    """GELU(x) = x * Phi(x), Phi the standard normal CDF (approximate='none'), or
+    0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) (approximate='tanh').
+
+    Args:
+        approximate: 'none' (exact, erf) or 'tanh'.
+
+    Shape: input (*), any shape; output (*), the same shape.
+    """
 
     def __init__(self, approximate="none"):
         super().__init__()
@@ -177,7 +269,15 @@ class GELU(Module):
 
 
 class Hardtanh(Module):
-    """clamp(x, min_val, max_val)."""
+    """Hardtanh(x) = clamp(x, min_val, max_val), elementwise.
+
+    Args:
+        min_val: the lower bound (default -1).
+        max_val: the upper bound (default 1).
+        inplace: write the result into the input's memory (default False).
+
+    Shape: input (*), any shape; output (*), the same shape.
+    """
 
     def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
         super().__init__()
@@ -195,7 +295,15 @@ class Hardtanh(Module):
 
 
 class Softplus(Module):
-    """log(1 + e^(beta x)) / beta, linear where beta*x > threshold."""
+    """Softplus(x) = log(1 + e^(beta x)) / beta, elementwise; x itself where
+    beta x > threshold (where the two agree to float precision).
+
+    Args:
+        beta: the sharpness (default 1).
+        threshold: above beta x > threshold the result is x (default 20).
+
+    Shape: input (*), any shape; output (*), the same shape.
+    """
 
     def __init__(self, beta=1.0, threshold=20.0):
         super().__init__()
@@ -209,7 +317,15 @@ class Softplus(Module):
 
 
 class Threshold(Module):
-    """x where x > threshold, else value."""
+    """Threshold(x) = x where x > threshold, else value, elementwise.
+
+    Args:
+        threshold: the cut.
+        value: what replaces x <= threshold.
+        inplace: write the result into the input's memory (default False).
+
+    Shape: input (*), any shape; output (*), the same shape.
+    """
 
     def __init__(self, threshold, value, inplace=False):
         super().__init__()
@@ -254,17 +370,37 @@ class _SoftmaxBase(Module):
 
 
 class Softmax(_SoftmaxBase):
-    """e^x / sum(e^x) along dim."""
+    """Softmax(x)_i = e^(x_i) / sum_j e^(x_j) along `dim`: each slice along dim is
+    non-negative and sums to 1 (computed as e^(x - max) for stability).
+
+    Args:
+        dim: the dim to normalize over (None: PyTorch's legacy choice, with a warning).
+
+    Shape: input (*), any shape; output (*), the same shape.
+    """
     _fn, _name = staticmethod(softmax), "softmax"
 
 
 class LogSoftmax(_SoftmaxBase):
-    """log(softmax(x)) along dim."""
+    """LogSoftmax(x)_i = x_i - log(sum_j e^(x_j)) along `dim`, computed without forming
+    the softmax (stable for large |x|).
+
+    Args:
+        dim: the dim to normalize over (None: PyTorch's legacy choice, with a warning).
+
+    Shape: input (*), any shape; output (*), the same shape.
+    """
     _fn, _name = staticmethod(log_softmax), "log_softmax"
 
 
 class Softmin(_SoftmaxBase):
-    """softmax(-x) along dim."""
+    """Softmin(x) = softmax(-x) along `dim`: the smallest entries get the most weight.
+
+    Args:
+        dim: the dim to normalize over (None: PyTorch's legacy choice, with a warning).
+
+    Shape: input (*), any shape; output (*), the same shape.
+    """
     _fn, _name = staticmethod(softmin), "softmin"
 
 
@@ -292,8 +428,15 @@ def prelu(input, weight):
 
 
 class PReLU(Module):
-    """y = x for x > 0, else a*x with learnable slopes ``weight`` of shape (num_parameters,),
-    initialised to `init` (0.25)."""
+    """PReLU(x) = x for x > 0, else a * x, with learnable slopes a (``weight``): one shared
+    slope or one per channel (dim 1 of the input).
+
+    Args:
+        num_parameters: 1 (one slope for all) or the number of channels C (default 1).
+        init: the slopes' initial value (default 0.25).
+
+    Shape: input (*), any shape (channels on dim 1); output (*), the same shape.
+    """
 
     def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
         super().__init__()
@@ -356,8 +499,14 @@ def glu(input, dim=-1):
 
 
 class GLU(Module):
-    """a * sigmoid(b) for the two halves (a, b) of the input along `dim` (see glu):
-    (*, 2N, *) -> (*, N, *)."""
+    """GLU(x) = a * sigmoid(b), where a and b are the two halves of x along `dim` (the gated
+    linear unit).
+
+    Args:
+        dim: the dim split in half (default -1; its size must be even).
+
+    Shape: input (*, 2M, *); output (*, M, *), halved along dim.
+    """
 
     def __init__(self, dim=-1):
         super().__init__()

@@ -56,6 +56,18 @@ class MultiheadAttention(Module):
     unbatched). Masks: bool True = that position may NOT be attended (the opposite of
     F.scaled_dot_product_attention's bool mask); float masks are added to the scores.
     ``attn_mask`` (L, S) or (N*num_heads, L, S); ``key_padding_mask`` (N, S) or (S,).
+
+    Args:
+        embed_dim: E, the model width (query size and output size).
+        num_heads: the number of heads (must divide embed_dim; each head is E / num_heads wide).
+        dropout: dropout on the attention weights (default 0).
+        bias: learn the input and output projections' biases (default True).
+        add_bias_kv: append a learnt bias row to key and value (along S).
+        add_zero_attn: append a zero row to key and value (along S).
+        kdim: key size (default E); vdim: value size (default E).
+        batch_first: inputs and output are (N, L, E) instead of (L, N, E).
+
+    Shape: (as above) query (L, N, E), key (S, N, kdim), value (S, N, vdim) -> output (L, N, E).
     """
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
@@ -153,6 +165,12 @@ class AttentionLayer(Module):
     bias, layer_norm_eps.
     forward(x, key_padding_mask=None, attn_mask=None): masks as MultiheadAttention's (bool True
     = blocked). With ``causal`` the causal mask is combined with ``attn_mask`` if one is given.
+
+    Shape:
+        - x: (N, L, d_model) (batch_first, the default), (L, N, d_model), or (L, d_model).
+        - Output: the same shape as x.
+
+    Args: layer_norm_eps is the LayerNorm's eps (default 1e-5).
     """
 
     def __init__(self, d_model, num_heads, dropout=0.0, causal=False, batch_first=True,

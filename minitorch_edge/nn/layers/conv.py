@@ -145,12 +145,67 @@ class _Conv(_ConvNd):
 
 
 class Conv2d(_Conv):
-    """2-D convolution over (N, C_in, H, W) or (C_in, H, W) inputs (see F.conv2d)."""
+    """2-D convolution (cross-correlation, as PyTorch), over a batch of images.
+
+        out(N_i, C_out_j) = bias(C_out_j) + sum over k < C_in / groups of
+                            weight(C_out_j, k) * input(N_i, k + g C_in / groups)
+
+    where * is the 2-D cross-correlation, g the group of channel j. The weight has shape
+    (C_out, C_in / groups, kH, kW), the bias (C_out,), both initialised uniform in
+    +-1/sqrt(C_in / groups * kH * kW) as PyTorch does. The work is done by F.conv2d (the numpy
+    im2col + GEMM twin, or libmte's kernels: GEMM, direct, depthwise, Winograd).
+
+    Args:
+        in_channels: C_in, channels of the input.
+        out_channels: C_out, channels of the output (number of filters).
+        kernel_size: the filter's size, an int or a tuple of 2 ints.
+        stride: step between windows (default 1).
+        padding: implicit padding on every side: an int, a tuple of 2 ints, or "valid" (none)
+            / "same" (output as large as the input; stride 1 only). Default 0.
+        dilation: spacing between the filter's taps (default 1).
+        groups: split the channels into this many independent convolutions; in_channels and
+            out_channels must both be divisible by it (groups = C_in: depthwise). Default 1.
+        bias: learn an additive bias per output channel (default True).
+        padding_mode: "zeros" (default), "reflect", "replicate" or "circular".
+
+    Shape:
+        - Input: (N, C_in, H_in, W_in) or (C_in, H_in, W_in).
+        - Output: (N, C_out, H_out, W_out) or (C_out, H_out, W_out), where
+          H_out = floor((H_in + 2 padding[0] - dilation[0] (kernel_size[0] - 1) - 1)
+          / stride[0] + 1), and W_out likewise with index 1.
+
+    Example: ``nn.Conv2d(3, 16, 3, padding=1)(x)`` maps (8, 3, 32, 32) to (8, 16, 32, 32).
+    """
     _nd = 2
 
 
 class Conv1d(_Conv):
-    """1-D convolution over (N, C_in, L) or (C_in, L) inputs (see F.conv1d)."""
+    """1-D convolution (cross-correlation, as PyTorch), over a batch of sequences.
+
+        out(N_i, C_out_j) = bias(C_out_j) + sum over k < C_in / groups of
+                            weight(C_out_j, k) * input(N_i, k + g C_in / groups)
+
+    with * the 1-D cross-correlation and g the group of channel j. Weight (C_out, C_in / groups,
+    K), bias (C_out,). Computed by F.conv1d (as a 2-D convolution of height 1).
+
+    Args:
+        in_channels: C_in, channels of the input.
+        out_channels: C_out, channels of the output (number of filters).
+        kernel_size: the filter's size, an int or a tuple of 1 ints.
+        stride: step between windows (default 1).
+        padding: implicit padding on every side: an int, a tuple of 1 ints, or "valid" (none)
+            / "same" (output as large as the input; stride 1 only). Default 0.
+        dilation: spacing between the filter's taps (default 1).
+        groups: split the channels into this many independent convolutions; in_channels and
+            out_channels must both be divisible by it (groups = C_in: depthwise). Default 1.
+        bias: learn an additive bias per output channel (default True).
+        padding_mode: "zeros" (default), "reflect", "replicate" or "circular".
+
+    Shape:
+        - Input: (N, C_in, L_in) or (C_in, L_in).
+        - Output: (N, C_out, L_out) or (C_out, L_out), where
+          L_out = floor((L_in + 2 padding - dilation (kernel_size - 1) - 1) / stride + 1).
+    """
     _nd = 1
 
 
@@ -193,11 +248,63 @@ class _ConvTranspose(_ConvNd):
 
 
 class ConvTranspose2d(_ConvTranspose):
-    """Transposed 2-D convolution over (N, C_in, H, W) or (C_in, H, W) inputs (see
-    F.conv_transpose2d); forward(input, output_size) picks output_padding for that size."""
+    """Transposed 2-D convolution: the gradient of Conv2d with respect to its
+    input (sometimes called a "deconvolution"); each input pixel scatters a weighted copy of the
+    filter into the output, with steps of `stride`.
+
+    The weight has shape (C_in, C_out / groups, kH, kW), the bias (C_out,).
+    ``forward(input, output_size=None)``: with `output_size`, the output_padding that gives that
+    size is chosen (the size must be reachable).
+
+    Args:
+        in_channels: C_in, channels of the input.
+        out_channels: C_out, channels of the output.
+        kernel_size: the filter's size, an int or a tuple of 2 ints.
+        stride: step of the scatter on the output (default 1).
+        padding: dilation * (kernel_size - 1) - padding zeros are added on both sides of the
+            input in the equivalent convolution, i.e. the output is cropped by `padding`
+            (default 0).
+        output_padding: extra size added on one side of the output, to pick among the sizes
+            that map to one input size when stride > 1 (default 0).
+        groups: independent groups of channels (default 1).
+        bias: learn an additive bias per output channel (default True).
+        dilation: spacing between the filter's taps (default 1).
+        padding_mode: only "zeros".
+
+    Shape:
+        - Input: (N, C_in, H_in, W_in) or (C_in, H_in, W_in).
+        - Output: (N, C_out, H_out, W_out) or (C_out, H_out, W_out), where
+          H_out = (H_in - 1) stride[0] - 2 padding[0] + dilation[0] (kernel_size[0] - 1)
+          + output_padding[0] + 1, and W_out likewise with index 1.
+    """
     _nd = 2
 
 
 class ConvTranspose1d(_ConvTranspose):
-    """Transposed 1-D convolution over (N, C_in, L) or (C_in, L) inputs."""
+    """Transposed 1-D convolution: the gradient of Conv1d with respect to its
+    input; each input position scatters a weighted copy of the filter into the output, with steps
+    of `stride`. Weight (C_in, C_out / groups, K), bias (C_out,). ``forward(input,
+    output_size=None)`` picks output_padding for a requested size.
+
+    Args:
+        in_channels: C_in, channels of the input.
+        out_channels: C_out, channels of the output.
+        kernel_size: the filter's size, an int or a tuple of 1 ints.
+        stride: step of the scatter on the output (default 1).
+        padding: dilation * (kernel_size - 1) - padding zeros are added on both sides of the
+            input in the equivalent convolution, i.e. the output is cropped by `padding`
+            (default 0).
+        output_padding: extra size added on one side of the output, to pick among the sizes
+            that map to one input size when stride > 1 (default 0).
+        groups: independent groups of channels (default 1).
+        bias: learn an additive bias per output channel (default True).
+        dilation: spacing between the filter's taps (default 1).
+        padding_mode: only "zeros".
+
+    Shape:
+        - Input: (N, C_in, L_in) or (C_in, L_in).
+        - Output: (N, C_out, L_out) or (C_out, L_out), where
+          L_out = (L_in - 1) stride - 2 padding + dilation (kernel_size - 1)
+          + output_padding + 1.
+    """
     _nd = 1

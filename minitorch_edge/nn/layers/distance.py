@@ -9,7 +9,18 @@ __all__ = ["CosineSimilarity", "PairwiseDistance"]
 
 
 class CosineSimilarity(Module):
-    """cos(x1, x2) along `dim` (see F.cosine_similarity): (*, D, *) -> (*, *)."""
+    """Cosine of the angle between x1 and x2 along `dim`:
+
+        cos = sum(x1 * x2) / max(||x1||_2 ||x2||_2, eps)
+
+    Args:
+        dim: the dim along which the vectors lie (default 1).
+        eps: the smallest denominator, against division by zero (default 1e-8).
+
+    Shape:
+        - Input1, Input2: (*1, D, *2), broadcastable to one shape.
+        - Output: (*1, *2), that dim removed.
+    """
 
     def __init__(self, dim=1, eps=1e-8):
         super().__init__()
@@ -20,7 +31,19 @@ class CosineSimilarity(Module):
 
 
 class PairwiseDistance(Module):
-    """||x1 - x2 + eps||_p over the last dim (see F.pairwise_distance): (N, D) -> (N,)."""
+    """The p-norm distance between the rows of x1 and x2:
+
+        dist(x1, x2) = ||x1 - x2 + eps||_p   over the last dim
+
+    Args:
+        p: the norm's degree (default 2).
+        eps: added to the difference, against a zero norm's infinite gradient (default 1e-6).
+        keepdim: keep the reduced last dim (as size 1).
+
+    Shape:
+        - Input1, Input2: (N, D) or (D,), broadcastable.
+        - Output: (N,) or () ((N, 1) with keepdim).
+    """
 
     def __init__(self, p=2.0, eps=1e-6, keepdim=False):
         super().__init__()

@@ -28,30 +28,84 @@ class _DropoutNd(Module):
 
 
 class Dropout(_DropoutNd):
-    """Zero each element with probability p (training), scaling the rest by 1/(1-p)."""
+    """In training, each element is zeroed with probability p and the others are scaled
+    by 1 / (1 - p), so the expected value is unchanged: y = x * m / (1 - p), m ~ Bernoulli(1 - p).
+    In eval mode it is the identity.
+
+    Args:
+        p: the probability of zeroing (default 0.5; 0 <= p <= 1).
+        inplace: write the result into the input's memory (default False).
+
+    Shape: input (*), any shape; output (*), the same shape.
+    """
     _fn = staticmethod(dropout)
 
 
 class Dropout1d(_DropoutNd):
-    """Zero whole channels of (N, C, L) or (C, L) input."""
+    """Zero whole channels: in training each channel of each sample is zeroed with probability
+    p (all its L values at once) and the kept ones are scaled by 1 / (1 - p); in eval mode it is the
+    identity. Useful when neighbouring values are strongly correlated (convolutions).
+
+    Args:
+        p: the probability of zeroing (default 0.5; 0 <= p <= 1).
+        inplace: write the result into the input's memory (default False).
+
+    Shape: input (N, C, L) or (C, L); output the same shape.
+    """
     _fn = staticmethod(dropout1d)
 
 
 class Dropout2d(_DropoutNd):
-    """Zero whole channels of (N, C, H, W) input."""
+    """Zero whole channels: in training each channel of each sample is zeroed with probability
+    p (all its H x W values at once) and the kept ones are scaled by 1 / (1 - p); in eval mode
+    it is the identity. Useful when neighbouring values are strongly correlated (convolutions).
+
+    Args:
+        p: the probability of zeroing (default 0.5; 0 <= p <= 1).
+        inplace: write the result into the input's memory (default False).
+
+    Shape: input (N, C, H, W) (or (C, H, W)); output the same shape.
+    """
     _fn = staticmethod(dropout2d)
 
 
 class Dropout3d(_DropoutNd):
-    """Zero whole channels of (N, C, D, H, W) input."""
+    """Zero whole channels: in training each channel of each sample is zeroed with probability
+    p (all its D x H x W values at once) and the kept ones are scaled by 1 / (1 - p); in eval
+    mode it is the identity. Useful when neighbouring values are strongly correlated (convolutions).
+
+    Args:
+        p: the probability of zeroing (default 0.5; 0 <= p <= 1).
+        inplace: write the result into the input's memory (default False).
+
+    Shape: input (N, C, D, H, W) (or (C, D, H, W)); output the same shape.
+    """
     _fn = staticmethod(dropout3d)
 
 
 class AlphaDropout(_DropoutNd):
-    """Dropout for SELU networks (keeps zero mean and unit variance)."""
+    """Dropout for SELU networks: dropped elements are set to SELU's negative
+    saturation value alpha' = -1.7581 (not 0), then an affine map a x + b restores zero mean and
+    unit variance for a unit-normal input. In eval mode it is the identity.
+
+    Args:
+        p: the probability of zeroing (default 0.5; 0 <= p <= 1).
+        inplace: write the result into the input's memory (default False).
+
+    Shape: input (*), any shape; output (*), the same shape.
+    """
     _fn = staticmethod(alpha_dropout)
 
 
 class FeatureAlphaDropout(_DropoutNd):
-    """AlphaDropout of whole channels."""
+    """AlphaDropout of whole channels: each channel of each sample is set
+    to alpha' = -1.7581 with probability p (then the same affine correction as AlphaDropout). In
+    eval mode it is the identity.
+
+    Args:
+        p: the probability of zeroing (default 0.5; 0 <= p <= 1).
+        inplace: write the result into the input's memory (default False).
+
+    Shape: input (N, C, *) (or (C, *)); output the same shape.
+    """
     _fn = staticmethod(feature_alpha_dropout)

@@ -30,7 +30,13 @@ def _check_features(layer, **sizes):
 
 
 class Identity(Module):
-    """Returns its input unchanged; any constructor arguments are ignored (as PyTorch)."""
+    """Returns its input unchanged: y = x. Any constructor arguments are accepted and
+    ignored (as PyTorch's), so it can stand in for a layer being removed.
+
+    Shape:
+        - Input: (*), anything.
+        - Output: the input itself.
+    """
 
     def __init__(self, *args, **kwargs):
         super().__init__()
@@ -40,9 +46,20 @@ class Identity(Module):
 
 
 class Linear(Module):
-    """y = x W^T + b: input (*, in_features) -> (*, out_features).
+    """An affine map of the last dimension: y = x W^T + b.
 
-    Parameters: ``weight`` (out_features, in_features), ``bias`` (out_features,) if bias."""
+    The weight W has shape (out_features, in_features), the bias b (out_features,), both
+    initialised uniform in +-1/sqrt(in_features), as PyTorch does.
+
+    Args:
+        in_features: size of each input sample (the last dim), H_in.
+        out_features: size of each output sample, H_out.
+        bias: learn the additive bias b (default True).
+
+    Shape:
+        - Input: (*, H_in), any number of leading dims.
+        - Output: (*, H_out), the same leading dims.
+    """
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
@@ -75,9 +92,21 @@ class Linear(Module):
 
 
 class Bilinear(Module):
-    """y[..., k] = x1^T W[k] x2 + b[k]: inputs (*, in1_features), (*, in2_features).
+    """A bilinear map of two inputs: y_k = x1^T W_k x2 + b_k for each output k.
 
-    Parameters: ``weight`` (out_features, in1_features, in2_features), ``bias`` (out_features,)."""
+    The weight W has shape (out_features, in1_features, in2_features), the bias b
+    (out_features,), both uniform in +-1/sqrt(in1_features).
+
+    Args:
+        in1_features: size of each sample of the first input, H_in1.
+        in2_features: size of each sample of the second input, H_in2.
+        out_features: size of each output sample, H_out.
+        bias: learn the additive bias b (default True).
+
+    Shape:
+        - Input1: (*, H_in1); Input2: (*, H_in2), the same leading dims.
+        - Output: (*, H_out).
+    """
 
     def __init__(self, in1_features, in2_features, out_features, bias=True, device=None,
                  dtype=None):
@@ -114,7 +143,17 @@ class Bilinear(Module):
 
 
 class Flatten(Module):
-    """Merges dims start_dim..end_dim into one: (N, C, H, W) -> (N, C*H*W) by default."""
+    """Merges the dims start_dim..end_dim into one (a reshape, no copy where possible):
+    (N, C, H, W) -> (N, C*H*W) by default.
+
+    Args:
+        start_dim: first dim to flatten (default 1: keep the batch dim).
+        end_dim: last dim to flatten (default -1).
+
+    Shape:
+        - Input: (*, S_start, ..., S_end, *).
+        - Output: (*, S_start * ... * S_end, *).
+    """
 
     def __init__(self, start_dim=1, end_dim=-1):
         super().__init__()
@@ -128,7 +167,17 @@ class Flatten(Module):
 
 
 class Unflatten(Module):
-    """Splits dim `dim` into `unflattened_size` (one entry may be -1)."""
+    """Splits one dim into several: the inverse of Flatten.
+
+    Args:
+        dim: the dim to split.
+        unflattened_size: the sizes it becomes (their product must equal its size; one entry
+            may be -1, inferred).
+
+    Shape:
+        - Input: (*, S_dim, *).
+        - Output: (*, U_1, ..., U_n, *), with U = unflattened_size and prod(U) = S_dim.
+    """
 
     def __init__(self, dim, unflattened_size):
         super().__init__()

@@ -129,17 +129,80 @@ class _BatchNorm(_NormBase):
 
 
 class BatchNorm1d(_BatchNorm):
-    """BatchNorm over (N, C) or (N, C, L) input."""
+    """Batch normalization of (N, C) or (N, C, L) input:
+
+        y = (x - E[x]) / sqrt(Var[x] + eps) * gamma + beta
+
+    per channel, the mean and the (biased) variance taken over N (and L). In training the batch's
+    statistics are used and running estimates are updated (with the unbiased variance); in eval
+    mode the running estimates are used.
+
+    Args:
+        num_features: C, the number of channels.
+        eps: added to the variance for stability (default 1e-5).
+        momentum: weight of the new batch in the running statistics (running = (1 - momentum)
+            running + momentum batch); None: a cumulative average. Default 0.1.
+        affine: learn gamma (``weight``, ones) and beta (``bias``, zeros) of shape (C,).
+        track_running_stats: keep running_mean / running_var (buffers) and use them in eval
+            mode; without, batch statistics are used in both modes.
+        bias: with affine, whether beta is learnt (False: gamma only).
+
+    Shape:
+        - Input: (N, C) or (N, C, L).
+        - Output: the same shape as the input.
+    """
     _dims = (2, 3)
 
 
 class BatchNorm2d(_BatchNorm):
-    """BatchNorm over (N, C, H, W) input."""
+    """Batch normalization of (N, C, H, W) input:
+
+        y = (x - E[x]) / sqrt(Var[x] + eps) * gamma + beta
+
+    per channel, the mean and the (biased) variance taken over N, H and W. In training the batch's
+    statistics are used and running estimates are updated (with the unbiased variance); in eval
+    mode the running estimates are used.
+
+    Args:
+        num_features: C, the number of channels.
+        eps: added to the variance for stability (default 1e-5).
+        momentum: weight of the new batch in the running statistics (running = (1 - momentum)
+            running + momentum batch); None: a cumulative average. Default 0.1.
+        affine: learn gamma (``weight``, ones) and beta (``bias``, zeros) of shape (C,).
+        track_running_stats: keep running_mean / running_var (buffers) and use them in eval
+            mode; without, batch statistics are used in both modes.
+        bias: with affine, whether beta is learnt (False: gamma only).
+
+    Shape:
+        - Input: (N, C, H, W).
+        - Output: (N, C, H, W).
+    """
     _dims = (4,)
 
 
 class BatchNorm3d(_BatchNorm):
-    """BatchNorm over (N, C, D, H, W) input."""
+    """Batch normalization of (N, C, D, H, W) input:
+
+        y = (x - E[x]) / sqrt(Var[x] + eps) * gamma + beta
+
+    per channel, the mean and the (biased) variance taken over N, D, H and W. In training the
+    batch's statistics are used and running estimates are updated (with the unbiased
+    variance); in eval mode the running estimates are used.
+
+    Args:
+        num_features: C, the number of channels.
+        eps: added to the variance for stability (default 1e-5).
+        momentum: weight of the new batch in the running statistics (running = (1 - momentum)
+            running + momentum batch); None: a cumulative average. Default 0.1.
+        affine: learn gamma (``weight``, ones) and beta (``bias``, zeros) of shape (C,).
+        track_running_stats: keep running_mean / running_var (buffers) and use them in eval
+            mode; without, batch statistics are used in both modes.
+        bias: with affine, whether beta is learnt (False: gamma only).
+
+    Shape:
+        - Input: (N, C, D, H, W).
+        - Output: (N, C, D, H, W).
+    """
     _dims = (5,)
 
 
@@ -175,17 +238,80 @@ class _InstanceNorm(_NormBase):
 
 
 class InstanceNorm1d(_InstanceNorm):
-    """InstanceNorm over (N, C, L) or (C, L) input."""
+    """Instance normalization of (N, C, L) or (C, L) input:
+
+        y = (x - E[x]) / sqrt(Var[x] + eps) * gamma + beta
+
+    with the mean and variance taken over L of each sample and channel separately (no
+    statistics shared across the batch). Defaults as PyTorch: affine=False,
+    track_running_stats=False.
+
+    Args:
+        num_features: C, the number of channels.
+        eps: added to the variance for stability (default 1e-5).
+        momentum: weight of the new batch in the running statistics (running = (1 - momentum)
+            running + momentum batch); None: a cumulative average. Default 0.1.
+        affine: learn gamma (``weight``, ones) and beta (``bias``, zeros) of shape (C,).
+        track_running_stats: keep running_mean / running_var (buffers) and use them in eval
+            mode; without, batch statistics are used in both modes.
+        bias: with affine, whether beta is learnt (False: gamma only).
+
+    Shape:
+        - Input: (N, C, L) or (C, L).
+        - Output: the same shape as the input.
+    """
     _spatial = 1
 
 
 class InstanceNorm2d(_InstanceNorm):
-    """InstanceNorm over (N, C, H, W) or (C, H, W) input."""
+    """Instance normalization of (N, C, H, W) or (C, H, W) input:
+
+        y = (x - E[x]) / sqrt(Var[x] + eps) * gamma + beta
+
+    with the mean and variance taken over H and W of each sample and channel separately (no
+    statistics shared across the batch). Defaults as PyTorch: affine=False,
+    track_running_stats=False.
+
+    Args:
+        num_features: C, the number of channels.
+        eps: added to the variance for stability (default 1e-5).
+        momentum: weight of the new batch in the running statistics (running = (1 - momentum)
+            running + momentum batch); None: a cumulative average. Default 0.1.
+        affine: learn gamma (``weight``, ones) and beta (``bias``, zeros) of shape (C,).
+        track_running_stats: keep running_mean / running_var (buffers) and use them in eval
+            mode; without, batch statistics are used in both modes.
+        bias: with affine, whether beta is learnt (False: gamma only).
+
+    Shape:
+        - Input: (N, C, H, W) or (C, H, W).
+        - Output: the same shape as the input.
+    """
     _spatial = 2
 
 
 class InstanceNorm3d(_InstanceNorm):
-    """InstanceNorm over (N, C, D, H, W) or (C, D, H, W) input."""
+    """Instance normalization of (N, C, D, H, W) or (C, D, H, W) input:
+
+        y = (x - E[x]) / sqrt(Var[x] + eps) * gamma + beta
+
+    with the mean and variance taken over D, H and W of each sample and channel separately (no
+    statistics shared across the batch). Defaults as PyTorch: affine=False,
+    track_running_stats=False.
+
+    Args:
+        num_features: C, the number of channels.
+        eps: added to the variance for stability (default 1e-5).
+        momentum: weight of the new batch in the running statistics (running = (1 - momentum)
+            running + momentum batch); None: a cumulative average. Default 0.1.
+        affine: learn gamma (``weight``, ones) and beta (``bias``, zeros) of shape (C,).
+        track_running_stats: keep running_mean / running_var (buffers) and use them in eval
+            mode; without, batch statistics are used in both modes.
+        bias: with affine, whether beta is learnt (False: gamma only).
+
+    Shape:
+        - Input: (N, C, D, H, W) or (C, D, H, W).
+        - Output: the same shape as the input.
+    """
     _spatial = 3
 
 
@@ -196,8 +322,23 @@ def _shape_arg(normalized_shape):
 
 
 class LayerNorm(Module):
-    """Normalize over the last len(normalized_shape) dims; ``weight`` (ones) and ``bias``
-    (zeros) of shape normalized_shape when elementwise_affine."""
+    """Layer normalization over the last len(normalized_shape) dims of each sample:
+
+        y = (x - E[x]) / sqrt(Var[x] + eps) * gamma + beta
+
+    the mean and (biased) variance taken over those dims; the same in training and eval.
+
+    Args:
+        normalized_shape: the trailing shape to normalize over (an int for the last dim).
+        eps: added to the variance for stability (default 1e-5).
+        elementwise_affine: learn gamma (``weight``, ones) and beta (``bias``, zeros) of shape
+            normalized_shape (default True).
+        bias: with elementwise_affine, whether beta is learnt (default True).
+
+    Shape:
+        - Input: (*, normalized_shape).
+        - Output: the same shape as the input.
+    """
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
                  device=None, dtype=None):
@@ -237,8 +378,24 @@ class LayerNorm(Module):
 
 
 class GroupNorm(Module):
-    """Normalize each sample over groups of num_channels / num_groups channels; per-channel
-    ``weight`` (ones) and ``bias`` (zeros) when affine."""
+    """Group normalization: the C channels of each sample are split into num_groups
+    groups, each normalized over its channels and spatial positions:
+
+        y = (x - E[x]) / sqrt(Var[x] + eps) * gamma + beta
+
+    gamma, beta per channel; the same in training and eval.
+
+    Args:
+        num_groups: the number of groups (must divide num_channels).
+        num_channels: C.
+        eps: added to the variance for stability (default 1e-5).
+        affine: learn gamma (``weight``, ones) and beta (``bias``, zeros) of shape (C,).
+        bias: with affine, whether beta is learnt (default True).
+
+    Shape:
+        - Input: (N, C, *).
+        - Output: the same shape as the input.
+    """
 
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None,
                  bias=True):
@@ -279,8 +436,21 @@ class GroupNorm(Module):
 
 
 class RMSNorm(Module):
-    """x / sqrt(mean(x^2) + eps) * weight over the last len(normalized_shape) dims;
-    eps=None uses the input dtype's machine epsilon."""
+    """Root-mean-square normalization over the last len(normalized_shape) dims:
+
+        y = x / sqrt(mean(x^2) + eps) * gamma
+
+    (no centring, no shift).
+
+    Args:
+        normalized_shape: the trailing shape to normalize over (an int for the last dim).
+        eps: added inside the square root; None (default) uses the input dtype's machine epsilon.
+        elementwise_affine: learn gamma (``weight``, ones) of shape normalized_shape.
+
+    Shape:
+        - Input: (*, normalized_shape).
+        - Output: the same shape as the input.
+    """
 
     def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None,
                  dtype=None):
@@ -307,7 +477,22 @@ class RMSNorm(Module):
 
 
 class LocalResponseNorm(Module):
-    """x / (k + alpha * mean of x^2 over `size` neighbouring channels)^beta."""
+    """Local response normalization across channels (AlexNet's):
+
+        y_c = x_c / (k + alpha / n * sum over the n = size channels around c of x_c'^2)^beta
+
+    (channels beyond the edges count as zeros).
+
+    Args:
+        size: n, the number of neighbouring channels summed.
+        alpha: the multiplicative factor (default 1e-4).
+        beta: the exponent (default 0.75).
+        k: the additive constant (default 1).
+
+    Shape:
+        - Input: (N, C, *).
+        - Output: the same shape as the input.
+    """
 
     def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
         super().__init__()

@@ -71,22 +71,60 @@ class _ConstantPadNd(_PadNd):
 
 
 class ConstantPad1d(_ConstantPadNd):
-    """Pad the last dim with `value`: (*, W) -> (*, W + left + right)."""
+    """Pads the last 1 dim (W) with `value`.
+
+    Args:
+        padding: an int (the same on every side) or a 2-tuple (left, right).
+        value: the fill value.
+
+    Shape:
+        - Input: (*, W_in).
+        - Output: the same leading dims, W_out = W_in + left + right.
+    """
     _nd = 1
 
 
 class ConstantPad2d(_ConstantPadNd):
-    """Pad the last 2 dims with `value`: (*, H, W) -> (*, H + top + bottom, W + left + right)."""
+    """Pads the last 2 dims (H, W) with `value`.
+
+    Args:
+        padding: an int (the same on every side) or a 4-tuple (left, right, top, bottom).
+        value: the fill value.
+
+    Shape:
+        - Input: (*, H_in, W_in).
+        - Output: the same leading dims, H_out = H_in + top + bottom, W_out = W_in + left +
+          right.
+    """
     _nd = 2
 
 
 class ConstantPad3d(_ConstantPadNd):
-    """Pad the last 3 dims with `value`."""
+    """Pads the last 3 dims (D, H, W) with `value`.
+
+    Args:
+        padding: an int (the same on every side) or a 6-tuple
+            (left, right, top, bottom, front, back).
+        value: the fill value.
+
+    Shape:
+        - Input: (*, D_in, H_in, W_in).
+        - Output: the same leading dims, D_out = D_in + front + back, H_out = H_in + top +
+          bottom, W_out = W_in + left + right.
+    """
     _nd = 3
 
 
 class ZeroPad1d(ConstantPad1d):
-    """Pad the last dim with zeros."""
+    """Pads the last 1 dim (W) with zeros.
+
+    Args:
+        padding: an int (the same on every side) or a 2-tuple (left, right).
+
+    Shape:
+        - Input: (*, W_in).
+        - Output: the same leading dims, W_out = W_in + left + right.
+    """
 
     def __init__(self, padding):
         super().__init__(padding, 0.0)
@@ -96,7 +134,16 @@ class ZeroPad1d(ConstantPad1d):
 
 
 class ZeroPad2d(ConstantPad2d):
-    """Pad the last 2 dims with zeros."""
+    """Pads the last 2 dims (H, W) with zeros.
+
+    Args:
+        padding: an int (the same on every side) or a 4-tuple (left, right, top, bottom).
+
+    Shape:
+        - Input: (*, H_in, W_in).
+        - Output: the same leading dims, H_out = H_in + top + bottom, W_out = W_in + left +
+          right.
+    """
 
     def __init__(self, padding):
         super().__init__(padding, 0.0)
@@ -106,7 +153,17 @@ class ZeroPad2d(ConstantPad2d):
 
 
 class ZeroPad3d(ConstantPad3d):
-    """Pad the last 3 dims with zeros."""
+    """Pads the last 3 dims (D, H, W) with zeros.
+
+    Args:
+        padding: an int (the same on every side) or a 6-tuple
+            (left, right, top, bottom, front, back).
+
+    Shape:
+        - Input: (*, D_in, H_in, W_in).
+        - Output: the same leading dims, D_out = D_in + front + back, H_out = H_in + top +
+          bottom, W_out = W_in + left + right.
+    """
 
     def __init__(self, padding):
         super().__init__(padding, 0.0)
@@ -117,32 +174,92 @@ class ZeroPad3d(ConstantPad3d):
 
 # ---- reflection and replication -----------------------------------------------------------------
 class ReflectionPad1d(_PadNd):
-    """Mirror the last dim at its edges (edge not repeated): (C, W) or (B, C, W)."""
+    """Pads the last 1 dim (W) by mirroring at the edge (the edge not repeated: [1 2 3] padded by 2
+    on the left gives [3 2 1 2 3]).
+
+    Args:
+        padding: an int (the same on every side) or a 2-tuple (left, right).
+
+    Shape:
+        - Input: (C, W_in) or (N, C, W_in).
+        - Output: the same leading dims, W_out = W_in + left + right.
+    """
     _nd, _mode = 1, "reflect"
 
 
 class ReflectionPad2d(_PadNd):
-    """Mirror the last 2 dims at their edges: (C, H, W) or (B, C, H, W)."""
+    """Pads the last 2 dims (H, W) by mirroring at the edge (the edge not repeated: [1 2 3] padded
+    by 2 on the left gives [3 2 1 2 3]).
+
+    Args:
+        padding: an int (the same on every side) or a 4-tuple (left, right, top, bottom).
+
+    Shape:
+        - Input: (C, H_in, W_in) or (N, C, H_in, W_in).
+        - Output: the same leading dims, H_out = H_in + top + bottom, W_out = W_in + left +
+          right.
+    """
     _nd, _mode = 2, "reflect"
 
 
 class ReflectionPad3d(_PadNd):
-    """Mirror the last 3 dims at their edges: (C, D, H, W) or (B, C, D, H, W)."""
+    """Pads the last 3 dims (D, H, W) by mirroring at the edge (the edge not repeated: [1 2 3]
+    padded by 2 on the left gives [3 2 1 2 3]).
+
+    Args:
+        padding: an int (the same on every side) or a 6-tuple
+            (left, right, top, bottom, front, back).
+
+    Shape:
+        - Input: (C, D_in, H_in, W_in) or (N, C, D_in, H_in, W_in).
+        - Output: the same leading dims, D_out = D_in + front + back, H_out = H_in + top +
+          bottom, W_out = W_in + left + right.
+    """
     _nd, _mode = 3, "reflect"
 
 
 class ReplicationPad1d(_PadNd):
-    """Repeat the edge values of the last dim: (C, W) or (B, C, W)."""
+    """Pads the last 1 dim (W) by repeating the edge value ([1 2 3] padded by 2 on the left gives
+    [1 1 1 2 3]).
+
+    Args:
+        padding: an int (the same on every side) or a 2-tuple (left, right).
+
+    Shape:
+        - Input: (C, W_in) or (N, C, W_in).
+        - Output: the same leading dims, W_out = W_in + left + right.
+    """
     _nd, _mode = 1, "replicate"
 
 
 class ReplicationPad2d(_PadNd):
-    """Repeat the edge values of the last 2 dims: (C, H, W) or (B, C, H, W)."""
+    """Pads the last 2 dims (H, W) by repeating the edge value ([1 2 3] padded by 2 on the left
+    gives [1 1 1 2 3]).
+
+    Args:
+        padding: an int (the same on every side) or a 4-tuple (left, right, top, bottom).
+
+    Shape:
+        - Input: (C, H_in, W_in) or (N, C, H_in, W_in).
+        - Output: the same leading dims, H_out = H_in + top + bottom, W_out = W_in + left +
+          right.
+    """
     _nd, _mode = 2, "replicate"
 
 
 class ReplicationPad3d(_PadNd):
-    """Repeat the edge values of the last 3 dims: (C, D, H, W) or (B, C, D, H, W)."""
+    """Pads the last 3 dims (D, H, W) by repeating the edge value ([1 2 3] padded by 2 on the left
+    gives [1 1 1 2 3]).
+
+    Args:
+        padding: an int (the same on every side) or a 6-tuple
+            (left, right, top, bottom, front, back).
+
+    Shape:
+        - Input: (C, D_in, H_in, W_in) or (N, C, D_in, H_in, W_in).
+        - Output: the same leading dims, D_out = D_in + front + back, H_out = H_in + top +
+          bottom, W_out = W_in + left + right.
+    """
     _nd, _mode = 3, "replicate"
 
 
@@ -158,15 +275,45 @@ class _CircularPadNd(_PadNd):
 
 
 class CircularPad1d(_CircularPadNd):
-    """Wrap the last dim around: (C, W) or (B, C, W)."""
+    """Pads the last 1 dim (W) by wrapping around ([1 2 3] padded by 2 on the left gives [2 3 1 2
+    3]).
+
+    Args:
+        padding: an int (the same on every side) or a 2-tuple (left, right).
+
+    Shape:
+        - Input: (C, W_in) or (N, C, W_in).
+        - Output: the same leading dims, W_out = W_in + left + right.
+    """
     _nd = 1
 
 
 class CircularPad2d(_CircularPadNd):
-    """Wrap the last 2 dims around: (C, H, W) or (B, C, H, W)."""
+    """Pads the last 2 dims (H, W) by wrapping around ([1 2 3] padded by 2 on the left gives [2 3 1
+    2 3]).
+
+    Args:
+        padding: an int (the same on every side) or a 4-tuple (left, right, top, bottom).
+
+    Shape:
+        - Input: (C, H_in, W_in) or (N, C, H_in, W_in).
+        - Output: the same leading dims, H_out = H_in + top + bottom, W_out = W_in + left +
+          right.
+    """
     _nd = 2
 
 
 class CircularPad3d(_CircularPadNd):
-    """Wrap the last 3 dims around: (C, D, H, W) or (B, C, D, H, W)."""
+    """Pads the last 3 dims (D, H, W) by wrapping around ([1 2 3] padded by 2 on the left gives [2
+    3 1 2 3]).
+
+    Args:
+        padding: an int (the same on every side) or a 6-tuple
+            (left, right, top, bottom, front, back).
+
+    Shape:
+        - Input: (C, D_in, H_in, W_in) or (N, C, D_in, H_in, W_in).
+        - Output: the same leading dims, D_out = D_in + front + back, H_out = H_in + top +
+          bottom, W_out = W_in + left + right.
+    """
     _nd = 3

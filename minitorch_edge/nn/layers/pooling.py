@@ -34,17 +34,70 @@ class _MaxPoolNd(Module):
 
 
 class MaxPool2d(_MaxPoolNd):
-    """Max over kh x kw windows of (N, C, H, W) or (C, H, W) inputs (see F.max_pool2d)."""
+    """Max over sliding kH x kW windows of each channel:
+
+        out(N_i, C_j, h, w) = max over m < kH, n < kW of
+                              input(N_i, C_j, stride[0] h + dilation[0] m,
+                                    stride[1] w + dilation[1] n)
+
+    Args:
+        kernel_size: the window's size, an int or a tuple of 2 ints.
+        stride: step between windows (default: kernel_size).
+        padding: -inf padding added on every side (at most half the kernel size; default 0).
+        dilation: spacing between the window's taps (default 1).
+        return_indices: also return the flat index of each maximum (what MaxUnpool takes).
+        ceil_mode: round the output size up instead of down (a last, partial window).
+
+    Shape:
+        - Input: (N, C, H_in, W_in) or (C, H_in, W_in).
+        - Output: (N, C, H_out, W_out) or (C, H_out, W_out), where
+          H_out = floor((H_in + 2 padding[0] - dilation[0] (kernel_size[0] - 1) - 1) / stride[0]
+          + 1) (ceil with ceil_mode), W_out likewise; the indices have the output's shape.
+    """
     _nd = 2
 
 
 class MaxPool1d(_MaxPoolNd):
-    """Max over windows of (N, C, L) or (C, L) inputs (see F.max_pool1d)."""
+    """Max over sliding windows of length K of each channel:
+
+        out(N_i, C_j, l) = max over m < K of input(N_i, C_j, stride l + dilation m)
+
+    Args:
+        kernel_size: the window's size, an int or a tuple of 1 ints.
+        stride: step between windows (default: kernel_size).
+        padding: -inf padding added on every side (at most half the kernel size; default 0).
+        dilation: spacing between the window's taps (default 1).
+        return_indices: also return the flat index of each maximum (what MaxUnpool takes).
+        ceil_mode: round the output size up instead of down (a last, partial window).
+
+    Shape:
+        - Input: (N, C, L_in) or (C, L_in).
+        - Output: (N, C, L_out) or (C, L_out), where
+          L_out = floor((L_in + 2 padding - dilation (kernel_size - 1) - 1) / stride + 1).
+    """
     _nd = 1
 
 
 class AvgPool2d(Module):
-    """Average over kh x kw windows of (N, C, H, W) or (C, H, W) inputs (see F.avg_pool2d)."""
+    """Mean over sliding kH x kW windows of each channel:
+
+        out(N_i, C_j, h, w) = 1 / (kH kW) * sum over m < kH, n < kW of
+                              input(N_i, C_j, stride[0] h + m, stride[1] w + n)
+
+    Args:
+        kernel_size: the window's size, an int or a tuple of 2 ints.
+        stride: step between windows (default: kernel_size).
+        padding: zero padding added on every side (at most half the kernel size; default 0).
+        ceil_mode: round the output size up instead of down (a last, partial window).
+        count_include_pad: count the padding zeros in the divisor (default True).
+        divisor_override: divide every window's sum by this instead of its size.
+
+    Shape:
+        - Input: (N, C, H_in, W_in) or (C, H_in, W_in).
+        - Output: (N, C, H_out, W_out) or (C, H_out, W_out), where
+          H_out = floor((H_in + 2 padding[0] - kernel_size[0]) / stride[0] + 1) (ceil with
+          ceil_mode), W_out likewise.
+    """
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
                  count_include_pad=True, divisor_override=None):
@@ -63,7 +116,22 @@ class AvgPool2d(Module):
 
 
 class AvgPool1d(Module):
-    """Average over windows of (N, C, L) or (C, L) inputs (see F.avg_pool1d)."""
+    """Mean over sliding windows of length K of each channel:
+
+        out(N_i, C_j, l) = 1 / K * sum over m < K of input(N_i, C_j, stride l + m)
+
+    Args:
+        kernel_size: the window's size, an int or a tuple of 1 ints.
+        stride: step between windows (default: kernel_size).
+        padding: zero padding added on every side (at most half the kernel size; default 0).
+        ceil_mode: round the output size up instead of down (a last, partial window).
+        count_include_pad: count the padding zeros in the divisor (default True).
+
+    Shape:
+        - Input: (N, C, L_in) or (C, L_in).
+        - Output: (N, C, L_out) or (C, L_out), L_out = floor((L_in + 2 padding - kernel_size)
+          / stride + 1).
+    """
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
                  count_include_pad=True):
@@ -100,13 +168,31 @@ class _AdaptiveAvgPoolNd(Module):
 
 
 class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
-    """Average of each of output_size cells of (N, C, H, W) or (C, H, W) inputs
-    (see F.adaptive_avg_pool2d); AdaptiveAvgPool2d(1) is global average pooling."""
+    """Mean over the cells of an output_size grid laid over each channel:
+    cell (i, j) of an H x W input covers rows floor(i H / H_out) .. ceil((i + 1) H / H_out) - 1
+    (columns likewise), so any input size gives the requested output size.
+
+    Args:
+        output_size: (H_out, W_out), or one int for both; None in a place keeps that input size.
+
+    Shape:
+        - Input: (N, C, H_in, W_in) or (C, H_in, W_in).
+        - Output: (N, C, H_out, W_out) or (C, H_out, W_out).
+    """
     _nd = 2
 
 
 class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
-    """Average of each of output_size cells of (N, C, L) or (C, L) inputs."""
+    """Mean over the cells of output_size equal-as-possible segments of each
+    channel: cell i of a length-L input covers floor(i L / L_out) .. ceil((i + 1) L / L_out) - 1.
+
+    Args:
+        output_size: L_out.
+
+    Shape:
+        - Input: (N, C, L_in) or (C, L_in).
+        - Output: (N, C, L_out) or (C, L_out).
+    """
     _nd = 1
 
 
@@ -126,13 +212,32 @@ class _AdaptiveMaxPoolNd(Module):
 
 
 class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
-    """Maximum of each of output_size cells of (N, C, H, W) or (C, H, W) inputs
-    (see F.adaptive_max_pool2d)."""
+    """Max over the cells of an output_size grid laid over each channel (the
+    cells of AdaptiveAvgPool2d), so any input size gives the requested output size.
+
+    Args:
+        output_size: (H_out, W_out), or one int for both; None in a place keeps that input size.
+        return_indices: also return the flat index of each maximum.
+
+    Shape:
+        - Input: (N, C, H_in, W_in) or (C, H_in, W_in).
+        - Output: (N, C, H_out, W_out) or (C, H_out, W_out).
+    """
     _nd = 2
 
 
 class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
-    """Maximum of each of output_size cells of (N, C, L) or (C, L) inputs."""
+    """Max over the cells of output_size equal-as-possible segments of each
+    channel (the cells of AdaptiveAvgPool1d).
+
+    Args:
+        output_size: L_out.
+        return_indices: also return the index of each maximum.
+
+    Shape:
+        - Input: (N, C, L_in) or (C, L_in).
+        - Output: (N, C, L_out) or (C, L_out).
+    """
     _nd = 1
 
 
@@ -158,12 +263,37 @@ def _ntuple(v, n):
 
 
 class MaxUnpool2d(_MaxUnpoolNd):
-    """Scatter (N, C, H, W) or (C, H, W) maxima back to the positions MaxPool2d(...,
-    return_indices=True) took them from, zeros elsewhere (see F.max_unpool2d);
-    call it as ``unpool(output, indices, output_size=None)``."""
+    """The partial inverse of MaxPool2d: ``unpool(input, indices, output_size=None)``
+    writes each value at the flat position `indices` gave (MaxPool2d(return_indices=True)) in a
+    zero output; everything that was not a maximum is 0.
+
+    Args:
+        kernel_size: the pooling's window size (an int or a pair).
+        stride: the pooling's stride (default: kernel_size).
+        padding: the pooling's padding (default 0).
+
+    Shape:
+        - Input and indices: (N, C, H_in, W_in) or (C, H_in, W_in).
+        - Output: (N, C, H_out, W_out) or (C, H_out, W_out), where
+          H_out = (H_in - 1) stride[0] - 2 padding[0] + kernel_size[0] (W_out likewise), or
+          `output_size`.
+    """
     _nd = 2
 
 
 class MaxUnpool1d(_MaxUnpoolNd):
-    """Scatter (N, C, L) or (C, L) maxima back to their positions (see F.max_unpool1d)."""
+    """The partial inverse of MaxPool1d: ``unpool(input, indices, output_size=None)``
+    writes each value at the position `indices` gave (MaxPool1d(return_indices=True)) in a zero
+    output; everything that was not a maximum is 0.
+
+    Args:
+        kernel_size: the pooling's window size.
+        stride: the pooling's stride (default: kernel_size).
+        padding: the pooling's padding (default 0).
+
+    Shape:
+        - Input and indices: (N, C, L_in) or (C, L_in).
+        - Output: (N, C, L_out) or (C, L_out), L_out = (L_in - 1) stride - 2 padding + kernel_size,
+          or `output_size`.
+    """
     _nd = 1

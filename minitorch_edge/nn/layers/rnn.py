@@ -170,7 +170,15 @@ def _uniform_all(module, hidden_size):
 class RNNBase(Module):
     """The common base of RNN, LSTM and GRU (PyTorch's nn.RNNBase): parameters, checks, the
     layer/direction loop and packed sequences. ``mode`` is "RNN_TANH", "RNN_RELU", "LSTM" or
-    "GRU". See the module docstring for the math, shapes and parameter names."""
+    "GRU". See the module docstring for the math, shapes and parameter names.
+
+    Args:
+        mode: "RNN_TANH", "RNN_RELU", "LSTM" or "GRU".
+        input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
+        proj_size: as documented on RNN and LSTM.
+
+    Shape: as RNN's (LSTM's for mode="LSTM").
+    """
 
     def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True,
                  batch_first=False, dropout=0.0, bidirectional=False, proj_size=0, device=None,
@@ -418,7 +426,25 @@ class RNN(RNNBase):
 
     RNN(input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True,
     batch_first=False, dropout=0.0, bidirectional=False).  forward(input, hx=None) ->
-    (output, h_n); shapes in the module docstring."""
+    (output, h_n); shapes in the module docstring.
+
+    Args:
+        input_size: H_in, the features of x_t.
+        hidden_size: H, the features of h_t.
+        num_layers: stacked layers, each fed the previous one's outputs (default 1).
+        nonlinearity: "tanh" (default) or "relu".
+        bias: learn b_ih and b_hh (default True).
+        batch_first: input and output are (N, L, *) instead of (L, N, *) (h_n keeps its layout).
+        dropout: dropout on the outputs of every layer but the last (training only; default 0).
+        bidirectional: run a second pass from the end; outputs are concatenated (D = 2).
+
+    Shape: (D = 2 if bidirectional else 1)
+        - input: (L, N, H_in), (N, L, H_in) with batch_first, (L, H_in) unbatched, or a
+          PackedSequence.
+        - hx: (D * num_layers, N, H) or (D * num_layers, H); default zeros.
+        - output: (L, N, D * H) (batch_first: (N, L, D * H)), or a PackedSequence.
+        - h_n: (D * num_layers, N, H), the last step of each layer.
+    """
 
     def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True,
                  batch_first=False, dropout=0.0, bidirectional=False, device=None, dtype=None,
@@ -454,7 +480,26 @@ class LSTM(RNNBase):
 
     LSTM(input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
     bidirectional=False, proj_size=0).  forward(input, (h_0, c_0)=None) ->
-    (output, (h_n, c_n)); shapes in the module docstring."""
+    (output, (h_n, c_n)); shapes in the module docstring.
+
+    Args:
+        input_size: H_in, the features of x_t.
+        hidden_size: H, the features of h_t.
+        num_layers: stacked layers, each fed the previous one's outputs (default 1).
+        bias: learn b_ih and b_hh (default True).
+        batch_first: input and output are (N, L, *) instead of (L, N, *) (h_n keeps its layout).
+        dropout: dropout on the outputs of every layer but the last (training only; default 0).
+        bidirectional: run a second pass from the end; outputs are concatenated (D = 2).
+        proj_size: P > 0 projects h_t to P features (W_hr); 0 (default) for none.
+
+    Shape: (D = 2 if bidirectional else 1)
+        - input: (L, N, H_in), (N, L, H_in) with batch_first, (L, H_in) unbatched, or a
+          PackedSequence.
+        - (h_0, c_0): (D * num_layers, N, H_out) and (D * num_layers, N, H), H_out = P or H;
+          default zeros.
+        - output: (L, N, D * H_out) (batch_first: (N, L, D * H_out)), or a PackedSequence.
+        - (h_n, c_n): the last step's states, shaped like (h_0, c_0).
+    """
 
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
                  dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None):
@@ -477,7 +522,24 @@ class GRU(RNNBase):
     biases: the gate gradients summed over steps against x_t and h_{t-1}.
 
     GRU(input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
-    bidirectional=False).  forward(input, hx=None) -> (output, h_n)."""
+    bidirectional=False).  forward(input, hx=None) -> (output, h_n).
+
+    Args:
+        input_size: H_in, the features of x_t.
+        hidden_size: H, the features of h_t.
+        num_layers: stacked layers, each fed the previous one's outputs (default 1).
+        bias: learn b_ih and b_hh (default True).
+        batch_first: input and output are (N, L, *) instead of (L, N, *) (h_n keeps its layout).
+        dropout: dropout on the outputs of every layer but the last (training only; default 0).
+        bidirectional: run a second pass from the end; outputs are concatenated (D = 2).
+
+    Shape: (D = 2 if bidirectional else 1)
+        - input: (L, N, H_in), (N, L, H_in) with batch_first, (L, H_in) unbatched, or a
+          PackedSequence.
+        - hx: (D * num_layers, N, H) or (D * num_layers, H); default zeros.
+        - output: (L, N, D * H) (batch_first: (N, L, D * H)), or a PackedSequence.
+        - h_n: (D * num_layers, N, H), the last step of each layer.
+    """
 
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
                  dropout=0.0, bidirectional=False, device=None, dtype=None, **kwargs):
@@ -494,7 +556,13 @@ class GRU(RNNBase):
 class RNNCellBase(Module):
     """The common base of the cells: weight_ih (chunks*H, input_size), weight_hh
     (chunks*H, H), bias_ih, bias_hh (chunks*H,), all U(-1/sqrt(H), 1/sqrt(H)); input (B, I)
-    or unbatched (I,), hidden (B, H) or (H,)."""
+    or unbatched (I,), hidden (B, H) or (H,).
+
+    Args:
+        input_size: I; hidden_size: H; bias: learn the biases; num_chunks: gates (1, 3 or 4).
+
+    Shape: input (B, I) or (I,); hidden (B, H) or (H,).
+    """
 
     def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None):
         super().__init__()
@@ -583,7 +651,16 @@ class RNNCell(RNNCellBase):
 
     Gradient: da = dh' * (1 - h'^2) (relu: dh' * [a > 0]); dx = da W_ih; dh = da W_hh;
     dW_ih = da^T x; dW_hh = da^T h; db_ih = db_hh = sum of da over the batch.
-    forward(input (B, I) or (I,), hx=None (zeros)) -> h' (B, H) or (H,)."""
+    forward(input (B, I) or (I,), hx=None (zeros)) -> h' (B, H) or (H,).
+
+    Args:
+        input_size: I, the features of x.
+        hidden_size: H, the features of h.
+        bias: learn b_ih and b_hh (default True).
+        nonlinearity: "tanh" (default) or "relu".
+
+    Shape: input (B, I) or (I,); hx and the output (B, H) or (H,).
+    """
 
     def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None,
                  dtype=None):
@@ -610,7 +687,15 @@ class LSTMCell(RNNCellBase):
     Gradient, for dh', dc' given: dc = dc' + dh' * o * (1 - tanh^2 c') then
     da_o = dh' tanh(c') o (1 - o), da_i = dc g i (1 - i), da_f = dc c f (1 - f),
     da_g = dc i (1 - g^2); d(c) = dc f; dh = da W_hh; dx = da W_ih; dW = da^T [x | h].
-    forward(input (B, I) or (I,), hx=(h, c) or None (zeros)) -> (h', c')."""
+    forward(input (B, I) or (I,), hx=(h, c) or None (zeros)) -> (h', c').
+
+    Args:
+        input_size: I, the features of x.
+        hidden_size: H, the features of h and c.
+        bias: learn b_ih and b_hh (default True).
+
+    Shape: input (B, I) or (I,); h, c, h', c' (B, H) or (H,).
+    """
 
     def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
         super().__init__(input_size, hidden_size, bias, 4, device=device, dtype=dtype)
@@ -633,7 +718,15 @@ class GRUCell(RNNCellBase):
     Gradient: dn = dh' (1 - z), dz = dh' (h - n), da_n = dn (1 - n^2),
     da_r = da_n (h W_hn^T + b_hn) r (1 - r), da_z = dz z (1 - z);
     dh = dh' z + [da_r, da_z, da_n r] W_hh; dx = [da_r, da_z, da_n] W_ih.
-    forward(input (B, I) or (I,), hx=None (zeros)) -> h' (B, H) or (H,)."""
+    forward(input (B, I) or (I,), hx=None (zeros)) -> h' (B, H) or (H,).
+
+    Args:
+        input_size: I, the features of x.
+        hidden_size: H, the features of h.
+        bias: learn b_ih and b_hh (default True).
+
+    Shape: input (B, I) or (I,); hx and the output (B, H) or (H,).
+    """
 
     def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
         super().__init__(input_size, hidden_size, bias, 3, device=device, dtype=dtype)

@@ -18,7 +18,25 @@ __all__ = ["Embedding", "EmbeddingBag"]
 
 
 class Embedding(Module):
-    """Rows of ``weight`` picked by an integer tensor: (*) -> (*, embedding_dim)."""
+    """A lookup table: row i of ``weight`` (num_embeddings, embedding_dim) for each
+    integer index i of the input, y = weight[input]. The weight starts as N(0, 1) samples (its
+    padding_idx row zero).
+
+    Args:
+        num_embeddings: the number of rows (valid indices are 0 .. num_embeddings - 1).
+        embedding_dim: the size of each row.
+        padding_idx: a row that stays zero and gets no gradient (e.g. the padding token).
+        max_norm: rows looked up are first renormalized in place to at most this norm.
+        norm_type: the p of that norm (default 2).
+        scale_grad_by_freq: divide each row's gradient by its index's count in the batch.
+        sparse: accepted; the gradient is a dense tensor.
+        _weight: a Tensor (num_embeddings, embedding_dim) to use as the weight.
+        _freeze: whether that weight is frozen (requires_grad False), as from_pretrained does.
+
+    Shape:
+        - Input: (*), an integer tensor of any shape.
+        - Output: (*, embedding_dim).
+    """
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
                  norm_type=2.0, scale_grad_by_freq=False, sparse=False, _weight=None,
@@ -84,9 +102,28 @@ class Embedding(Module):
 
 
 class EmbeddingBag(Module):
-    """One reduced vector per bag of ids: sum, mean (the default) or max of the rows of
-    ``weight`` (num_embeddings, embedding_dim), initialised from N(0, 1) with the padding_idx row
-    zero. ``forward(input, offsets=None, per_sample_weights=None)`` -> (bags, embedding_dim)."""
+    """One reduced vector per bag of indices, without forming the (bag, dim)
+    embeddings: the sum, mean (the default) or max of the rows of ``weight`` picked by each bag,
+    optionally weighted (``per_sample_weights``, sum mode). ``forward(input, offsets=None,
+    per_sample_weights=None)``: a 2-D input is B bags of equal length; a 1-D input is cut into
+    bags at `offsets` (the start of each bag).
+
+    Args:
+        num_embeddings: the number of rows of ``weight``.
+        embedding_dim: the size of each row.
+        max_norm: rows looked up are first renormalized in place to at most this norm.
+        norm_type: the p of that norm (default 2).
+        scale_grad_by_freq: divide each row's gradient by its index's count in the batch.
+        mode: "sum", "mean" or "max".
+        sparse: accepted; the gradient is a dense tensor.
+        _weight: a Tensor (num_embeddings, embedding_dim) to use as the weight.
+        include_last_offset: `offsets` has one more entry, the end of the last bag (CSR style).
+        padding_idx: an index left out of every bag's reduction (its row stays zero).
+
+    Shape:
+        - Input: (B, L) with offsets None, or (T,) with offsets (B,) (or (B + 1,)).
+        - Output: (B, embedding_dim).
+    """
 
     def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0,
                  scale_grad_by_freq=False, mode="mean", sparse=False, _weight=None,

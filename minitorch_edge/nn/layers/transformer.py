@@ -97,7 +97,28 @@ def _check_input(layer, x, d_model, name):
 class TransformerEncoderLayer(Module):
     """Self-attention + feed-forward, each with a residual connection and LayerNorm
     (see the file header for the two orders). src (L, N, E), (N, L, E) with batch_first, or
-    (L, E). forward(src, src_mask=None, src_key_padding_mask=None, is_causal=False)."""
+    (L, E). forward(src, src_mask=None, src_key_padding_mask=None, is_causal=False).
+
+    Post-norm (default): x = norm1(x + SA(x)); x = norm2(x + FF(x));
+    pre-norm (norm_first): x = x + SA(norm1(x)); x = x + FF(norm2(x)), with
+    FF(x) = linear2(dropout(activation(linear1(x)))).
+
+    Args:
+        d_model: E, the model width.
+        nhead: the number of attention heads (must divide d_model).
+        dim_feedforward: the hidden width of the feed-forward block (default 2048).
+        dropout: dropout on the attention weights, the feed-forward and the residual branches.
+        activation: the feed-forward's activation: "relu" (default), "gelu" or a callable.
+        layer_norm_eps: the LayerNorms' eps (default 1e-5).
+        batch_first: tensors are (N, L, E) instead of (L, N, E).
+        norm_first: LayerNorm before each block (pre-norm) instead of after (post-norm).
+        bias: learn the linear layers' and LayerNorms' biases (default True).
+
+    Shape:
+        - src: (L, N, E), (N, L, E) with batch_first, or (L, E); src_mask (L, L) or
+          (N * nhead, L, L); src_key_padding_mask (N, L).
+        - Output: the same shape as src.
+    """
 
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu",
                  layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
@@ -144,7 +165,27 @@ class TransformerDecoderLayer(Module):
     """Self-attention on the target, cross-attention to ``memory``, feed-forward; each with a
     residual connection and LayerNorm. forward(tgt, memory, tgt_mask=None, memory_mask=None,
     tgt_key_padding_mask=None, memory_key_padding_mask=None, tgt_is_causal=False,
-    memory_is_causal=False)."""
+    memory_is_causal=False).
+
+    Post-norm (default): x = norm1(x + SA(x)); x = norm2(x + CA(x,
+    memory)); x = norm3(x + FF(x)); pre-norm (norm_first) normalizes each block's input instead.
+
+    Args:
+        d_model: E, the model width.
+        nhead: the number of attention heads (must divide d_model).
+        dim_feedforward: the hidden width of the feed-forward block (default 2048).
+        dropout: dropout on the attention weights, the feed-forward and the residual branches.
+        activation: the feed-forward's activation: "relu" (default), "gelu" or a callable.
+        layer_norm_eps: the LayerNorms' eps (default 1e-5).
+        batch_first: tensors are (N, L, E) instead of (L, N, E).
+        norm_first: LayerNorm before each block (pre-norm) instead of after (post-norm).
+        bias: learn the linear layers' and LayerNorms' biases (default True).
+
+    Shape:
+        - tgt: (T, N, E) ((N, T, E) with batch_first, or (T, E)); memory: (S, N, E); tgt_mask
+          (T, T); memory_mask (T, S); key padding masks (N, T) and (N, S).
+        - Output: the same shape as tgt.
+    """
 
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu",
                  layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
@@ -211,7 +252,18 @@ def _clones(module, n, stack):
 class TransformerEncoder(Module):
     """``num_layers`` deep copies of ``encoder_layer`` applied in turn, then ``norm`` if given.
     forward(src, mask=None, src_key_padding_mask=None, is_causal=None): is_causal=None detects
-    a causal ``mask``. ``enable_nested_tensor`` and ``mask_check`` are accepted and ignored."""
+    a causal ``mask``. ``enable_nested_tensor`` and ``mask_check`` are accepted and ignored.
+
+    Args:
+        encoder_layer: a TransformerEncoderLayer, copied num_layers times (the copies do not share
+            parameters).
+        num_layers: the number of layers.
+        norm: a module applied to the last layer's output (e.g. a LayerNorm), or None.
+        enable_nested_tensor: accepted and ignored (PyTorch's fast path).
+        mask_check: accepted and ignored.
+
+    Shape: src as TransformerEncoderLayer's; the output has the shape of src.
+    """
 
     def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True,
                  mask_check=True):
@@ -241,7 +293,15 @@ class TransformerEncoder(Module):
 
 class TransformerDecoder(Module):
     """``num_layers`` deep copies of ``decoder_layer`` applied in turn (each attending to the
-    same ``memory``), then ``norm`` if given. tgt_is_causal=None detects a causal tgt_mask."""
+    same ``memory``), then ``norm`` if given. tgt_is_causal=None detects a causal tgt_mask.
+
+    Args:
+        decoder_layer: a TransformerDecoderLayer, copied num_layers times.
+        num_layers: the number of layers.
+        norm: a module applied to the last layer's output (e.g. a LayerNorm), or None.
+
+    Shape: tgt and memory as TransformerDecoderLayer's; the output has the shape of tgt.
+    """
 
     def __init__(self, decoder_layer, num_layers, norm=None):
         super().__init__()
@@ -272,7 +332,29 @@ class Transformer(Module):
     is re-initialised with xavier_uniform_ (as PyTorch does). forward(src, tgt, src_mask=None,
     tgt_mask=None, memory_mask=None, src_key_padding_mask=None, tgt_key_padding_mask=None,
     memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
-    memory_is_causal=False) -> (T, N, E) decoder output."""
+    memory_is_causal=False) -> (T, N, E) decoder output.
+
+    Args:
+        d_model: E, the model width (default 512).
+        nhead: the number of attention heads (default 8).
+        num_encoder_layers: encoder depth (default 6).
+        num_decoder_layers: decoder depth (default 6).
+        dim_feedforward: the feed-forward width (default 2048).
+        dropout: dropout everywhere (default 0.1).
+        activation: "relu" (default), "gelu" or a callable.
+        custom_encoder: a module used instead of the built encoder.
+        custom_decoder: a module used instead of the built decoder.
+        layer_norm_eps: the LayerNorms' eps (default 1e-5).
+        batch_first: tensors are (N, S/T, E) instead of (S/T, N, E).
+        norm_first: pre-norm layers.
+        bias: learn the linear layers' and LayerNorms' biases (default True).
+
+    Shape:
+        - src: (S, N, E); tgt: (T, N, E) (batch_first: (N, S, E), (N, T, E); unbatched: (S, E),
+          (T, E)); src_mask (S, S), tgt_mask (T, T), memory_mask (T, S); key padding masks
+          (N, S), (N, T), (N, S).
+        - Output: (T, N, E), the shape of tgt.
+    """
 
     def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6,
                  dim_feedforward=2048, dropout=0.1, activation="relu", custom_encoder=None,

@@ -10,7 +10,23 @@ __all__ = ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuf
 
 
 class Upsample(Module):
-    """Resize the spatial dims to `size` or by `scale_factor` (see interpolate)."""
+    """Resize the spatial dims (the dims after N, C) to `size`, or by `scale_factor`,
+    by interpolation (see F.interpolate): "nearest" copies the nearest input pixel; "linear",
+    "bilinear" (and "bicubic" where supported) interpolate between neighbours.
+
+    Args:
+        size: the output's spatial size (an int or a tuple), or None.
+        scale_factor: multiplier of each spatial size (float or tuple), or None; give exactly
+            one of size and scale_factor.
+        mode: the interpolation: "nearest" (default), "linear", "bilinear", ...
+        align_corners: for the linear modes, align the corner pixels' centres of input and
+            output (True) or their edges (False, default None = False).
+        recompute_scale_factor: compute the scale used from the output size (as PyTorch).
+
+    Shape:
+        - Input: (N, C, W_in), (N, C, H_in, W_in) or (N, C, D_in, H_in, W_in).
+        - Output: (N, C, W_out), ..., with each out = floor(in * scale_factor) or `size`.
+    """
 
     def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None,
                  recompute_scale_factor=None):
@@ -37,21 +53,50 @@ class Upsample(Module):
 
 
 class UpsamplingNearest2d(Upsample):
-    """Nearest-neighbour upsampling of (N, C, H, W) input."""
+    """Nearest-neighbour upsampling of images: Upsample(mode="nearest").
+
+    Args:
+        size: the output's (H_out, W_out) (or one int), or None.
+        scale_factor: multiplier of H and W, or None (give exactly one).
+
+    Shape:
+        - Input: (N, C, H_in, W_in).
+        - Output: (N, C, H_out, W_out), H_out = floor(H_in * scale_factor) or size.
+    """
 
     def __init__(self, size=None, scale_factor=None):
         super().__init__(size, scale_factor, mode="nearest")
 
 
 class UpsamplingBilinear2d(Upsample):
-    """Bilinear upsampling of (N, C, H, W) input with align_corners=True."""
+    """Bilinear upsampling of images with align_corners=True:
+    Upsample(mode="bilinear", align_corners=True).
+
+    Args:
+        size: the output's (H_out, W_out) (or one int), or None.
+        scale_factor: multiplier of H and W, or None (give exactly one).
+
+    Shape:
+        - Input: (N, C, H_in, W_in).
+        - Output: (N, C, H_out, W_out), H_out = floor(H_in * scale_factor) or size.
+    """
 
     def __init__(self, size=None, scale_factor=None):
         super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
 
 
 class PixelShuffle(Module):
-    """(*, C*r*r, H, W) -> (*, C, H*r, W*r)."""
+    """Rearranges channels into space (sub-pixel convolution's upsampling): each
+    group of r * r channels becomes an r x r block of pixels,
+    y[c, h r + i, w r + j] = x[c r^2 + i r + j, h, w].
+
+    Args:
+        upscale_factor: r.
+
+    Shape:
+        - Input: (*, C r^2, H, W).
+        - Output: (*, C, H r, W r).
+    """
 
     def __init__(self, upscale_factor):
         super().__init__()
@@ -65,7 +110,16 @@ class PixelShuffle(Module):
 
 
 class PixelUnshuffle(Module):
-    """(*, C, H*r, W*r) -> (*, C*r*r, H, W)."""
+    """The inverse of PixelShuffle: each r x r block of pixels becomes r * r
+    channels, y[c r^2 + i r + j, h, w] = x[c, h r + i, w r + j].
+
+    Args:
+        downscale_factor: r.
+
+    Shape:
+        - Input: (*, C, H r, W r).
+        - Output: (*, C r^2, H, W).
+    """
 
     def __init__(self, downscale_factor):
         super().__init__()
