@@ -267,6 +267,86 @@ def test_functional_depthwise5x5_native_equals_numpy(stride):
         np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-4)
 
 
+def torch_ref_any(torch, x, w, bias, s, p, act):
+    """torch's depthwise conv2d in float64 with the activation, and the bound |w| * |x| + |b|."""
+    F = torch.nn.functional
+    c = x.shape[1]
+    x64, w64 = torch.from_numpy(x).double(), torch.from_numpy(w).double()
+    b64 = None if bias is None else torch.from_numpy(bias).double()
+    ref = F.conv2d(x64, w64, b64, s, p, 1, c)
+    if act == "relu":
+        ref = ref.clamp(min=0)
+    elif act == "relu6":
+        ref = ref.clamp(0, 6)
+    bound = F.conv2d(x64.abs(), w64.abs(), None if b64 is None else b64.abs(), s, p, 1, c)
+    return ref.numpy(), bound.numpy()
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 2), c=st.sampled_from([1, 2, 5, 16]), h=st.integers(1, 40),
+       w=st.integers(1, 40), k=st.sampled_from([3, 5, 7]), stride=st.sampled_from([1, 2]),
+       pad_frac=st.floats(0, 0.999), use_bias=st.booleans(),
+       act=st.sampled_from([None, "relu", "relu6"]), seed=st.integers(0, 2**16))
+def test_depthwise_any_matches_torch(n, c, h, w, k, stride, pad_frac, use_bias, act, seed):
+    """_C.depthwise (the strip kernels for K 3/5/7: strips of 16 columns, a last one of <= 8,
+    rows of padding skipped at the top and bottom) equals torch's conv2d with groups = C
+    to float32 rounding, H, W 1..40, on every ISA."""
+    torch = pytest.importorskip("torch")
+    pad = int(pad_frac * k)
+    if min(h, w) + 2 * pad < k:
+        return  # no output (refused: test_depthwise_any_matches_numpy)
+    rng = np.random.default_rng(seed)
+    x, wt = rand(rng, (n, c, h, w)) * 3, rand(rng, (c, 1, k, k))
+    bias = rand(rng, (c,)) if use_bias else None
+    ref, bound = torch_ref_any(torch, x, wt, bias, stride, pad, act)
+
+    def check(isa):
+        y = _C.depthwise(x, wt, bias, stride, pad, act or "none")
+        err = np.abs(y.astype(np.float64) - ref)
+        assert np.all(err <= 2.0 * (k * k + 2) * EPS32 * bound + 1e-6), \
+            f"{isa}: max error {err.max()}"
+    on_every_isa(check)
+
+
+@pytest.mark.parametrize("shape, k, stride, pad", [
+    ((1, 3, 56, 56), 5, 2, 2), ((1, 2, 28, 28), 5, 1, 2), ((1, 4, 14, 14), 5, 2, 2),
+    ((1, 3, 7, 7), 5, 1, 2), ((1, 2, 112, 97), 5, 1, 2), ((2, 2, 61, 70), 7, 2, 3),
+    ((1, 2, 50, 45), 3, 1, 0), ((1, 2, 47, 66), 7, 1, 5)])
+def test_depthwise_any_wide_planes(shape, k, stride, pad):
+    """Planes wider and taller than the hypothesis sizes (EfficientNet-Lite0's 5x5 shapes,
+    several 16-column strips, the rows prefetched ahead) equal the numpy twin on every ISA."""
+    rng = np.random.default_rng(sum(shape) + k)
+    x, wt, b = rand(rng, shape), rand(rng, (shape[1], 1, k, k)), rand(rng, (shape[1],))
+    ref, bound = dw_ref_any(x, wt, b, stride, pad, "relu6")
+
+    def check(isa):
+        y = _C.depthwise(x, wt, b, stride, pad, "relu6")
+        assert np.all(np.abs(y - ref) <= 1e-5 * bound + 1e-6), isa
+    on_every_isa(check)
+
+
+@pytest.mark.parametrize("k, stride", [(3, 1), (5, 1), (5, 2), (7, 2)])
+@pytest.mark.parametrize("act", ["none", "relu", "relu6"])
+def test_depthwise_any_nan_reaches_its_window(k, stride, act):
+    """A NaN input makes exactly the outputs whose window holds it NaN (ReLU / ReLU6 keep NaN),
+    the others stay finite."""
+    rng = np.random.default_rng(k + stride)
+    h, w, pad = 19, 21, k // 2
+    x, wt = rand(rng, (1, 2, h, w)), rand(rng, (2, 1, k, k))
+    x[0, 1, 9, 4] = np.nan
+    on = np.zeros((h + 2 * pad, w + 2 * pad), bool)  # the NaN in padded coordinates
+    on[9 + pad, 4 + pad] = True
+    ho, wo = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
+    want = np.array([[on[r * stride:r * stride + k, s * stride:s * stride + k].any()
+                      for s in range(wo)] for r in range(ho)])
+
+    def check(isa):
+        y = _C.depthwise(x, wt, None, stride, pad, act)
+        np.testing.assert_array_equal(np.isnan(y[0, 1]), want, err_msg=isa)
+        assert np.isfinite(y[0, 0]).all(), isa
+    on_every_isa(check)
+
+
 # --------------------------------------------------------------------------- bad input
 
 X = np.zeros((1, 2, 5, 5), np.float32)

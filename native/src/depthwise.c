@@ -1,8 +1,8 @@
 /*
  * depthwise.c - depthwise convolution: the general K x K forward (mte_depthwise, any K up
- * to 31, stride 1 or 2, padding 0..K-1; per-ISA bodies: depthwise_body.h) and depthwise
- * 3x3 (padding 1, stride 1 or 2) with its backward, which mte_depthwise uses for K = 3,
- * padding 1.
+ * to 31, stride 1 or 2, padding 0..K-1; per-ISA bodies: depthwise_body.h, and for K 3/5/7
+ * on AVX-512 / AVX2 depthwise_strip_body.h) and depthwise 3x3 (padding 1, stride 1 or 2)
+ * with its backward, which mte_depthwise uses for K = 3, padding 1.
  *
  * A depthwise convolution filters each (n, c) plane with its own 3x3 kernel, so the
  * N*C planes are independent: they are the unit of threading, and an ISA kernel
@@ -222,7 +222,9 @@ int mte_depthwise(int64_t N, int64_t C, int64_t H, int64_t W, int K, int stride,
   /* 3x3 with padding 1: the specialised plane kernels (the depthwise3x3 family), which
    * load the taps straight from x with their borders masked. On the small planes of
    * MobileNetV2 / EfficientNet (14x14, 7x7) building padded rows costs as much as the nine
-   * FMAs, and the 3x3 kernel is 2-4x faster there (equal on 112x112). */
+   * FMAs, and the 3x3 kernel is 2-4x faster there (equal on 112x112). The AVX-512 strip
+   * kernels of the general family (K 3/5/7) are 1.05-1.45x slower than it at K = 3 (Zen 4,
+   * 7x7 .. 112x112 planes). */
   if (K == 3 && pad == 1) return mte_depthwise3x3(N, C, H, W, stride, x, w, bias, activation, y);
   const mte_dw_kernel *k = mte__isa()->depthwise;
   mte_dw_geom g = {H, W, Ho, Wo, K, stride, pad, K + MTE_DW_AHEAD * stride, 0};

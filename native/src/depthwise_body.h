@@ -2,7 +2,9 @@
  * depthwise_body.h - the general depthwise plane kernel (the depthwise family), written once
  * in GNU C vectors of MTE_VL lanes (mte_vec.h) and compiled per ISA by
  * src/arch/<isa>/depthwise.c, which defines MTE_VL, MTE_DW_ISA and MTE_DW_TABLE (and
- * optionally DW_STORE_PART, a partial store of the ISA) before including this file.
+ * optionally DW_STORE_PART, a partial store of the ISA, and DW_PLANE_FIRST(x, g, w, bias,
+ * act, y), the ISA's own plane kernel, tried first: nonzero if it took the plane) before
+ * including this file.
  *
  * One plane, one output row at a time (see mte_depthwise_internal.h for the layout):
  *
@@ -185,6 +187,9 @@ static void dw_plane_any(const float *MTE_RESTRICT x, const mte_dw_geom *g, cons
 static void dw_plane(const float *MTE_RESTRICT x, const mte_dw_geom *g, const float *w,
                      float bias, int act, const float *zeros, float *MTE_RESTRICT ring,
                      float *MTE_RESTRICT y) {
+#ifdef DW_PLANE_FIRST /* the ISA's own kernel for the K it specialises */
+  if (DW_PLANE_FIRST(x, g, w, bias, act, y)) return;
+#endif
 #define DW_CASE(k, s) \
   if (g->K == k && g->S == s) {                                                     \
     dw_plane_ks(x, g, w, bias, act, zeros, ring, y, k, s);                          \

@@ -60,7 +60,10 @@ extern const mte_dw3x3_kernel mte_dw3x3_kernel_neon;
  *
  *     y[r][s] = act(bias + sum_{i,j<K} w[K*i+j] * x[r*S + i - pad][s*S + j - pad])
  *
- * with zeros outside x. The ISA kernel computes one (H, W) plane. It never reads x out of
+ * with zeros outside x. The ISA kernel computes one (H, W) plane. On AVX-512 and AVX2, K = 3,
+ * 5 and 7 run as rolled vertical strips that read x straight through masked loads (the
+ * column padding is the masked lanes; padding rows are skipped: depthwise_strip_body.h) and
+ * leave `ring` and `zeros` unused. Every other case (and NEON / generic) never reads x out of
  * place: the padded input rows an output row needs are built in `ring` (`rows` rows, each
  * split into S column phases, phase f holding padded columns S*k + f, with the zero
  * padding already in place), so the inner loop is K*K unaligned vector loads and FMAs with
