@@ -80,6 +80,10 @@ MTE_API int mte_qadd(const mte_qadd_params *p, int64_t n, const int8_t *a, const
 MTE_API int mte_qadd_table(const mte_qadd_params *p, int8_t *table);
 MTE_API int mte_qadd_lookup(int64_t n, const int8_t *a, const int8_t *b, const int8_t *table,
                             int8_t *y);
+/* The add for an engine holding both: the active ISA's vector arithmetic where it has one for
+ * these parameters, else the lookup in table (mte_qadd_table of p). Equal to mte_qadd. */
+MTE_API int mte_qadd_run(const mte_qadd_params *p, const int8_t *table, int64_t n,
+                         const int8_t *a, const int8_t *b, int8_t *y);
 
 /*
  * Convolution (and GEMM) with requantization fused into the microkernel's epilogue:
@@ -114,6 +118,19 @@ MTE_API int mte_qlinear(int64_t rows, int64_t K, int64_t M, const int8_t *x,
                         int32_t x_zero_point, const int8_t *w, const mte_qconv2d_plan *plan,
                         const int32_t *bias, const mte_requant *rq, int8_t *y,
                         mte_arena *arena);
+
+/* The same fully connected layer for a few rows (batch 1), everything constant prepared
+ * once: the weight (M, K) packed for a matrix-vector product, and per output o its bias,
+ * requantization (rq, copied) and the compensation of the input zero point x_zp. run:
+ * x (rows, K) -> y (rows, M), equal to mte_qlinear with the same arguments bit for bit; any
+ * ISA (the plan does not depend on it). bias may be NULL; y must not overlap x. */
+typedef struct mte_qgemv_plan mte_qgemv_plan;
+MTE_API int mte_qgemv_prepare(int64_t M, int64_t K, const int8_t *w, int32_t x_zero_point,
+                              const int32_t *bias, const mte_requant *rq,
+                              mte_qgemv_plan **plan);
+MTE_API int mte_qgemv_run(const mte_qgemv_plan *plan, int64_t rows, const int8_t *x,
+                          int8_t *y);
+MTE_API void mte_qgemv_free(mte_qgemv_plan *plan); /* NULL is fine */
 
 /* Plain int8 GEMM, output channels down the rows: a (M, K), b (K, N) row-major,
  *   acc[i, j] = bias[i] + sum_k a[i, k] * (b[k, j] - b_zp), requantized per row i. */

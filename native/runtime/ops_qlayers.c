@@ -1,8 +1,10 @@
 /*
  * ops_qlayers.c - the int8 layers of the C runtime (graph/opset_quant.py): mte.QLinearConv and
- * mte.QLinearGemm on weights prepared once (mte_qconv2d_prepare), mte.QLinearAdd as a lookup
- * table, mte.QLinearAveragePool and mte.QLinearGlobalAveragePool. Their multipliers come from
- * the constant scales as in Python (ops_quant.h), so results equal the Python executor's.
+ * mte.QLinearGemm on weights prepared once (mte_qconv2d_prepare; at a few rows
+ * mte_qgemv_prepare, which also folds the bias and requantisation in), mte.QLinearAdd (its
+ * parameters and lookup table made once, mte_qadd_run), mte.QLinearAveragePool and
+ * mte.QLinearGlobalAveragePool. Their multipliers come from the constant scales as in Python
+ * (ops_quant.h), so results equal the Python executor's.
  */
 #include <math.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 
 typedef struct qlayer_state {
   mte_qconv2d_plan *plan; /* released with the model */
+  mte_qgemv_plan *gemv;   /* QLinearGemm at rows <= GEMV_ROWS, instead of plan */
   mte_conv2d_desc desc;   /* QLinearConv */
   int64_t rows, k, m;     /* QLinearGemm: (rows, k) x (m, k)^T */
   int32_t x_zp;
@@ -20,7 +23,13 @@ typedef struct qlayer_state {
   mte_requant rq;         /* multiplier / shift: one per output channel */
 } qlayer_state;
 
-static void release_qlayer(void *state) { mte_qconv2d_free(((qlayer_state *)state)->plan); }
+static void release_qlayer(void *state) {
+  mte_qconv2d_free(((qlayer_state *)state)->plan);
+  mte_qgemv_free(((qlayer_state *)state)->gemv);
+}
+
+/* rows up to which QLinearGemm is matrix-vector products (the weights stream once per row) */
+#define GEMV_ROWS 4
 
 /* _qlayer_check and _qconv_args / _qgemm_args: X, W int8, W constant without -128, weight
  * zero point 0, bias int32 [O], the requantisation per output channel. */
@@ -113,6 +122,8 @@ int rt_prepare_mte_QLinearConv(rt_prep *p) {
 
 static int run_qgemm(const rt_step *s, void *const *ptr) {
   const qlayer_state *q = s->state;
+  if (q->gemv)
+    return mte_qgemv_run(q->gemv, q->rows, ptr[s->node->inputs[0]], ptr[s->node->outputs[0]]);
   return mte_qlinear(q->rows, q->k, q->m, ptr[s->node->inputs[0]], q->x_zp, ptr[s->node->inputs[3]],
                      q->plan, q->bias, &q->rq, ptr[s->node->outputs[0]], NULL);
 }
@@ -134,23 +145,36 @@ int rt_prepare_mte_QLinearGemm(rt_prep *p) {
   if ((st = qlayer_params(p, s->m, s))) return st;
   int64_t shape[2] = {s->rows, s->m};
   if ((st = rt_expect_output(p, 0, MTE_DTYPE_INT8, 2, shape))) return st;
-  if (s->m * s->k > 0 && (st = mte_qlinear_prepare(s->m, s->k, w->data, &s->plan)) != MTE_OK)
-    return rt_q_libmte_fail(p, st, "mte_qlinear_prepare");
   p->step->state = s;
   p->step->release = release_qlayer;
   p->step->run = run_qgemm;
   p->step->kernel = "qlinear";
+  if (s->m * s->k > 0 && s->rows <= GEMV_ROWS) {
+    if ((st = mte_qgemv_prepare(s->m, s->k, w->data, s->x_zp, s->bias, &s->rq, &s->gemv)))
+      return rt_q_libmte_fail(p, st, "mte_qgemv_prepare");
+    p->step->kernel = "qgemv";
+    return MTE_OK;
+  }
+  if (s->m * s->k > 0 && (st = mte_qlinear_prepare(s->m, s->k, w->data, &s->plan)) != MTE_OK)
+    return rt_q_libmte_fail(p, st, "mte_qlinear_prepare");
   return MTE_OK;
 }
 
 /* ---- QLinearAdd ------------------------------------------------------------------------------ */
 
-/* The add's 65,536 possible results, evaluated once at load (mte_qadd_table): a run is one
- * lookup per element, bit-equal to the arithmetic. */
+/* The add's parameters and its 65,536 possible results, evaluated once at load
+ * (mte_qadd_table): a run is the ISA's vector arithmetic where it has one, else one lookup
+ * per element (mte_qadd_run), bit-equal to the arithmetic either way. */
+typedef struct qadd_state {
+  mte_qadd_params params;
+  int8_t *table;
+} qadd_state;
+
 static int run_qadd(const rt_step *s, void *const *ptr) {
+  const qadd_state *q = s->state;
   int64_t n = s->model->values[s->node->outputs[0]].numel;
-  return mte_qadd_lookup(n, ptr[s->node->inputs[0]], ptr[s->node->inputs[3]], s->state,
-                         ptr[s->node->outputs[0]]);
+  return mte_qadd_run(&q->params, q->table, n, ptr[s->node->inputs[0]], ptr[s->node->inputs[3]],
+                      ptr[s->node->outputs[0]]);
 }
 
 int rt_prepare_mte_QLinearAdd(rt_prep *p) {
@@ -161,8 +185,9 @@ int rt_prepare_mte_QLinearAdd(rt_prep *p) {
   const rt_value *a = rt_input(p, 0), *b = rt_input(p, 3);
   if (a->ndim != b->ndim || memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof *a->shape))
     return rt_node_fail(p, MTE_EFORMAT, "A and B must have one shape (no broadcasting)");
-  mte_qadd_params *q = rt_state_alloc(p, sizeof *q);
-  if (!q) return MTE_ENOMEM;
+  qadd_state *state = rt_state_alloc(p, sizeof *state);
+  if (!state) return MTE_ENOMEM;
+  mte_qadd_params *q = &state->params;
   float as = 0.0f, bs = 0.0f, ys = 0.0f;
   if ((st = rt_q_one_scale(p, 1, &as)) || (st = rt_q_one_scale(p, 4, &bs)) || (st = rt_q_one_scale(p, 6, &ys)) ||
       (st = rt_q_one_zero_point(p, 2, &q->a_zero_point)) ||
@@ -183,9 +208,10 @@ int rt_prepare_mte_QLinearAdd(rt_prep *p) {
   if (!table) return MTE_ENOMEM;
   if ((st = mte_qadd_table(q, table)))
     return rt_node_fail(p, st, "the add's parameters are out of range");
-  p->step->state = table;
+  state->table = table;
+  p->step->state = state;
   p->step->run = run_qadd;
-  p->step->kernel = "qadd (lookup)";
+  p->step->kernel = "qadd";
   return MTE_OK;
 }
 

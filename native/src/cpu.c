@@ -28,6 +28,7 @@
 #include "mte_epilogue.h"
 #include "mte_internal.h"
 #include "mte_pool_internal.h"
+#include "mte_qelem_internal.h"
 #include "mte_quant_internal.h"
 #include "mte_transformer_internal.h"
 #include "mte_winograd_internal.h"
@@ -169,7 +170,8 @@ static const mte_isa k_isas[] = {
      .needs = MTE_CPU_AVX512F | MTE_CPU_AVX512BW | MTE_CPU_AVX512DQ | MTE_CPU_AVX512VL |
               MTE_CPU_FMA | MTE_CPU_AVX2 | MTE_CPU_AVX512_VNNI,
      .extends = "avx512",
-     .qgemm = &mte_qgemm_kernel_avx512vnni},
+     .qgemm = &mte_qgemm_kernel_avx512vnni,
+     .qelem = &mte_qelem_kernel_avx512vnni},
     {.name = "avx512",
      .needs = MTE_CPU_AVX512F | MTE_CPU_AVX512BW | MTE_CPU_AVX512DQ | MTE_CPU_AVX512VL |
               MTE_CPU_FMA | MTE_CPU_AVX2,
@@ -184,7 +186,8 @@ static const mte_isa k_isas[] = {
      .attention = &mte_attention_kernel_avx512,
      .qgemm = &mte_qgemm_kernel_avx512,
      .qdepthwise = &mte_qdw_kernel_avx512,
-     .convdirect = &mte_convdir_kernel_avx512},
+     .convdirect = &mte_convdir_kernel_avx512,
+     .qelem = &mte_qelem_kernel_avx512},
     {.name = "avx2",
      .needs = MTE_CPU_AVX2 | MTE_CPU_FMA,
      .sgemm = &mte_sgemm_kernel_avx2,
@@ -197,7 +200,8 @@ static const mte_isa k_isas[] = {
      .rowwise = &mte_rowwise_kernel_avx2,
      .attention = &mte_attention_kernel_avx2,
      .qgemm = &mte_qgemm_kernel_avx2,
-     .qdepthwise = &mte_qdw_kernel_avx2},
+     .qdepthwise = &mte_qdw_kernel_avx2,
+     .qelem = &mte_qelem_kernel_avx2},
 #endif
 #ifdef MTE_HAVE_NEON_KERNELS
     /* neon plus the dot product (SDOT): its own int8 GEMM, every other column the neon one */
@@ -229,7 +233,8 @@ static const mte_isa k_isas[] = {
      .attention = &mte_attention_kernel_generic,
      .qgemm = &mte_qgemm_kernel_generic,
      .qdepthwise = &mte_qdw_kernel_generic,
-     .convdirect = &mte_convdir_kernel_generic},
+     .convdirect = &mte_convdir_kernel_generic,
+     .qelem = &mte_qelem_kernel_generic},
 };
 #define N_ISAS ((int)(sizeof k_isas / sizeof k_isas[0]))
 #define GENERIC (N_ISAS - 1)

@@ -6,10 +6,14 @@
  * average). Each output clips its window to the input once, then runs over the real rows
  * and columns: a max (the rows of a window reduced first, row against row), or an int32 sum
  * divided by the count with rounding half away from zero. Planes are the unit of threading.
- * Portable C.
+ * The max at column dilation 1 pads the reduced row with -128 on both sides instead (max
+ * with -128 changes nothing, and a window over padding only is -128), so every window is
+ * whole and the horizontal pass is the active ISA's max_row kernel (mte_qelem_internal.h)
+ * with the portable loop for what it leaves.
  */
 #include <string.h>
 
+#include "mte_qelem_internal.h"
 #include "mte_quant_internal.h"
 
 #ifdef _OPENMP
@@ -99,6 +103,47 @@ static void qmax_plane(const mte_pool2d_params *p, const int8_t *xp, int64_t H, 
   }
 }
 
+/* One plane of the max at column dilation 1: each output row's window rows reduced into the
+ * middle of `buf` (pad_w values of -128 before it, -128 after it up to the last window's
+ * end), then y[s] = max_{j < kw} buf[s * sw + j]. Needs pad_w + W and (Wo - 1) * sw + kw
+ * within BUF_MAX. */
+#define BUF_MAX (ROW_MAX + 256)
+
+static int padded_fits(const mte_pool2d_params *p, int64_t W, int64_t Wo) {
+  return p->dilation_w == 1 && p->pad_w + W <= BUF_MAX &&
+         (Wo - 1) * p->stride_w + p->kernel_w <= BUF_MAX;
+}
+
+static void qmax_plane_padded(const mte_pool2d_params *p, const mte_qelem_kernel *k,
+                              const int8_t *xp, int64_t H, int64_t W, int64_t Ho, int64_t Wo,
+                              int8_t *yp) {
+  int8_t buf[BUF_MAX];
+  const int64_t sw = p->stride_w, kw = p->kernel_w, end = (Wo - 1) * sw + kw;
+  int8_t *rows = buf + p->pad_w;
+  memset(buf, -128, (size_t)p->pad_w);
+  if (end > p->pad_w + W) memset(rows + W, -128, (size_t)(end - p->pad_w - W));
+  for (int64_t r = 0; r < Ho; ++r) {
+    int64_t i0, i1;
+    const int64_t h0 = r * p->stride_h - p->pad_h;
+    taps(h0, p->kernel_h, p->dilation_h, H, &i0, &i1);
+    int8_t *out = yp + r * Wo;
+    if (i0 == i1) { /* a window over padding only */
+      memset(out, -128, (size_t)Wo);
+      continue;
+    }
+    memcpy(rows, xp + (h0 + i0 * p->dilation_h) * W, (size_t)W);
+    for (int64_t i = i0 + 1; i < i1; ++i) {
+      const int8_t *row = xp + (h0 + i * p->dilation_h) * W;
+      for (int64_t c = 0; c < W; ++c) rows[c] = row[c] > rows[c] ? row[c] : rows[c];
+    }
+    for (int64_t s = k->max_row ? k->max_row(buf, kw, sw, Wo, out) : 0; s < Wo; ++s) {
+      int m = buf[s * sw];
+      for (int64_t j = 1; j < kw; ++j) m = buf[s * sw + j] > m ? buf[s * sw + j] : m;
+      out[s] = (int8_t)m;
+    }
+  }
+}
+
 int mte_qmax_pool2d(const mte_pool2d_params *p, int64_t N, int64_t C, int64_t H, int64_t W,
                     const int8_t *x, int8_t *y) {
   int64_t Ho, Wo;
@@ -107,6 +152,8 @@ int mte_qmax_pool2d(const mte_pool2d_params *p, int64_t N, int64_t C, int64_t H,
   const int64_t planes = N * C;
   if (planes == 0) return MTE_OK;
   if (!x || !y) return MTE_EINVAL;
+  const mte_qelem_kernel *k = mte__isa()->qelem;
+  const int padded = padded_fits(p, W, Wo);
   const int nt = mte__threads_for((double)planes * Ho * Wo * p->kernel_h * p->kernel_w,
                                   1 << 20, planes);
 #ifdef _OPENMP
@@ -115,6 +162,10 @@ int mte_qmax_pool2d(const mte_pool2d_params *p, int64_t N, int64_t C, int64_t H,
   for (int64_t pl = 0; pl < planes; ++pl) {
     const int8_t *xp = x + pl * H * W;
     int8_t *yp = y + pl * Ho * Wo;
+    if (padded) {
+      qmax_plane_padded(p, k, xp, H, W, Ho, Wo, yp);
+      continue;
+    }
     if (W <= ROW_MAX) {
       qmax_plane(p, xp, H, W, Ho, Wo, yp);
       continue;

@@ -4,8 +4,10 @@
  *
  * Each is one branch-free loop over the values, written so the compiler vectorises it
  * (the requantization is the scalar reference of mte_quant_internal.h: it is the
- * definition, and these loops are memory bound). Arguments are checked first; nothing is
- * written on error.
+ * definition, and these loops are memory bound). The quantize and the add's lookup first
+ * let the active ISA's qelem kernel (mte_qelem_internal.h) do a prefix in vectors, bit-equal
+ * to the loop, which does the rest. Arguments are checked first; nothing is written on
+ * error.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <math.h>
@@ -13,6 +15,7 @@
 
 #include <string.h>
 
+#include "mte_qelem_internal.h"
 #include "mte_quant_internal.h"
 
 #define MAX_N ((int64_t)1 << 60)
@@ -47,7 +50,8 @@ MTE_VECTORIZE_SELECTS
 int mte_quantize(int64_t n, const float *x, float scale, int32_t zp, int8_t *y) {
   if (n < 0 || n > MAX_N || bad_scale(scale) || !mte__q_zp_ok(zp) || (n && (!x || !y)))
     return MTE_EINVAL;
-  for (int64_t i = 0; i < n; ++i) {
+  const mte_qelem_kernel *k = mte__isa()->qelem;
+  for (int64_t i = k->quantize && n ? k->quantize(n, x, scale, zp, y) : 0; i < n; ++i) {
     float r = x[i] / scale;
     r = r < -256.0f ? -256.0f : r;
     r = r > 256.0f ? 256.0f : r;
@@ -95,7 +99,8 @@ int mte_qadd(const mte_qadd_params *p, int64_t n, const int8_t *a, const int8_t 
     return MTE_EINVAL;
   const int32_t scale = (int32_t)1 << p->left_shift; /* 255 << 23 < 2^31 */
   const mte_qchan out = mte__qchan(0, p->y_multiplier, p->y_shift, 0);
-  for (int64_t i = 0; i < n; ++i) {
+  const mte_qelem_kernel *k = mte__isa()->qelem;
+  for (int64_t i = k->add && n ? k->add(p, n, a, b, y) : 0; i < n; ++i) {
     int32_t sa = mte__mbqm(((int32_t)a[i] - p->a_zero_point) * scale, p->a_multiplier,
                            p->a_shift);
     int32_t sb = mte__mbqm(((int32_t)b[i] - p->b_zero_point) * scale, p->b_multiplier,
@@ -122,9 +127,19 @@ int mte_qadd_table(const mte_qadd_params *p, int8_t *table) {
 int mte_qadd_lookup(int64_t n, const int8_t *a, const int8_t *b, const int8_t *table,
                     int8_t *y) {
   if (n < 0 || n > MAX_N || (n && (!a || !b || !y || !table))) return MTE_EINVAL;
-  for (int64_t i = 0; i < n; ++i)
+  const mte_qelem_kernel *k = mte__isa()->qelem;
+  for (int64_t i = k->lookup && n ? k->lookup(n, a, b, table, y) : 0; i < n; ++i)
     y[i] = table[(size_t)(uint8_t)a[i] << 8 | (uint8_t)b[i]];
   return MTE_OK;
+}
+
+int mte_qadd_run(const mte_qadd_params *p, const int8_t *table, int64_t n, const int8_t *a,
+                 const int8_t *b, int8_t *y) {
+  if (!p || !table) return MTE_EINVAL;
+  const mte_qelem_kernel *k = mte__isa()->qelem;
+  /* the arithmetic where the ISA does it in vectors for these parameters, else the table */
+  if (k->add && mte__qadd_lanes_ok(p)) return mte_qadd(p, n, a, b, y);
+  return mte_qadd_lookup(n, a, b, table, y);
 }
 
 /* ---------------------------------------------------------------- peak */

@@ -15,6 +15,7 @@
 #include "mte_depthwise_internal.h"
 #include "mte_internal.h"
 #include "mte_pool_internal.h"
+#include "mte_qelem_internal.h"
 #include "mte_quant_internal.h"
 #include "mte_test.h"
 #include "mte_transformer_internal.h"
