@@ -5,7 +5,8 @@ DEFAULT is the fixed order `Graph.optimize()` runs. The order matters: constants
 before BatchNorm is folded into the conv before it (folding needs constant weights), and the
 epilogue fusion runs after BatchNorm folding so that Conv -> Relu is adjacent; a quantized
 (QDQ) graph's float ops become int8 ops (fuse_quantized) before the float epilogue fusion
-could take them.
+could take them. fuse_attention (after folding, so that the scales are constants) gives an
+imported graph the mte.Attention our tracer writes itself.
 """
 from ..ir import Graph
 
@@ -16,6 +17,7 @@ from . import (  # noqa
     fold_batch_norm,
     fold_constants,
     fold_pad,
+    fuse_attention,
     fuse_epilogue,
     fuse_quantized,
     merge_reshapes,
@@ -26,7 +28,7 @@ from .registry import PASSES, register
 
 # the order Graph.optimize() runs them in (see the module docstring)
 DEFAULT = ["remove_identities", "fold_constants", "fold_batch_norm", "fold_pad",
-           "merge_reshapes", "recognize_pooling", "fuse_quantized", "fuse_epilogue", "remove_identities", "eliminate_dead_code"]
+           "merge_reshapes", "recognize_pooling", "fuse_attention", "fuse_quantized", "fuse_epilogue", "remove_identities", "eliminate_dead_code"]
 
 
 def run_passes(graph, passes=None):

@@ -12,7 +12,17 @@ has an int8 version (fuse_quantized):
              GlobalAveragePool)
 
 Matched when the Reshape's output is read only by the ReduceMean and is not a graph output.
+
+A mean over H and W of a 4-D value (what torch.onnx.export writes for ``x.mean((2, 3))``) is
+a GlobalAveragePool too, followed by a Reshape to [N, C] when the dims are not kept:
+
+    before:  x[N, C, H, W] ─> ReduceMean(axes=[2, 3], keepdims=k) ─> y
+    after:   x ─> GlobalAveragePool ─> y                        (k = 1)
+             x ─> GlobalAveragePool ─> Reshape[N, C] ─> y       (k = 0)
 """
+import numpy as np
+
+from ..ir import Node, Value
 from .registry import register
 
 __all__ = ["recognize_pooling"]
@@ -24,6 +34,11 @@ def recognize_pooling(graph):
     producers, readers = g.producers(), g.consumers()
     replaced = {}
     for node in g.nodes:
+        x = g.values[node.inputs[0]] if node.op == "ReduceMean" else None
+        if x is not None and len(x.shape) == 4 and x.dtype in ("float32", "float64") and sorted(
+                a % 4 for a in node.attrs.get("axes") or ()) == [2, 3]:
+            replaced[id(node)] = (None, "GlobalAveragePool", {})
+            continue
         if node.op != "ReduceMean" or node.attrs.get("keepdims", 1) != 0:
             continue
         axes = sorted(a % 6 for a in node.attrs.get("axes") or ())
@@ -44,14 +59,30 @@ def recognize_pooling(graph):
         replaced[id(node)] = (split, op, attrs)
     if not replaced:
         return g
-    drop = {id(split) for split, _, _ in replaced.values()}
+    drop = {id(split) for split, _, _ in replaced.values() if split is not None}
     nodes = []
     for n in g.nodes:
         if id(n) in drop:
             continue
         if id(n) in replaced:
             split, op, attrs = replaced[id(n)]
-            n.op, n.attrs, n.inputs = op, attrs, [split.inputs[0]]
+            keep = n.attrs.get("keepdims", 1)
+            n.op, n.attrs = op, attrs
+            n.inputs = n.inputs[:1] if split is None else [split.inputs[0]]
+            if split is None and not keep:        # a mean over H, W without the dims
+                nodes.extend([n, _flatten_after(g, n)])
+                continue
         nodes.append(n)
     g.nodes = nodes
     return g
+
+
+def _flatten_after(g, pool):
+    """`pool` (now a GlobalAveragePool) gets a fresh [N, C, 1, 1] output; the Reshape returned
+    writes its old output [N, C] from it."""
+    x = g.values[pool.inputs[0]]
+    pooled = g.fresh_name("pooled")
+    g.values[pooled] = Value(pooled, x.shape[:2] + (1, 1), x.dtype)
+    shape = g.add_constant(g.fresh_name("shape"), np.asarray(x.shape[:2], np.int64))
+    y, pool.outputs = pool.outputs[0], [pooled]
+    return Node("Reshape", [pooled, shape], [y], {}, g.fresh_name(pool.name + "/flatten"))
