@@ -158,19 +158,20 @@ const char *mte_cpu_features_string(void) {
  * One row per ISA compiled in, best first; one column per kernel family (MTE_FAMILIES in
  * mte_internal.h). A column left out (NULL) means "no specialised kernel for this family":
  * fill_rows() below, the one place that does it, takes the descriptor of the row the row
- * `extends` (if it names one; avx512vnni adds only its int8 GEMM to avx512), else the generic
+ * `extends` (if it names one; avx512vnni adds only its int8 kernels to avx512), else the generic
  * row's.
  * Adding an ISA: its files in src/arch/<isa>/ and a row here. Adding a family: its
  * descriptor type, an X(...) line in MTE_FAMILIES and its descriptors in the rows.
  */
 static const mte_isa k_isas[] = {
 #ifdef MTE_HAVE_X86_KERNELS
-    /* avx512 plus VNNI: its own int8 GEMM, every other family the avx512 one */
+    /* avx512 plus VNNI: its own int8 GEMM and depthwise, every other family the avx512 one */
     {.name = "avx512vnni",
      .needs = MTE_CPU_AVX512F | MTE_CPU_AVX512BW | MTE_CPU_AVX512DQ | MTE_CPU_AVX512VL |
               MTE_CPU_FMA | MTE_CPU_AVX2 | MTE_CPU_AVX512_VNNI,
      .extends = "avx512",
      .qgemm = &mte_qgemm_kernel_avx512vnni,
+     .qdepthwise = &mte_qdw_kernel_avx512vnni,
      .qelem = &mte_qelem_kernel_avx512vnni},
     {.name = "avx512",
      .needs = MTE_CPU_AVX512F | MTE_CPU_AVX512BW | MTE_CPU_AVX512DQ | MTE_CPU_AVX512VL |

@@ -194,7 +194,7 @@ extern const mte_qdw_kernel mte_qdw_kernel_generic;
 #ifdef MTE_HAVE_X86_KERNELS
 extern const mte_qgemm_kernel mte_qgemm_kernel_avx2, mte_qgemm_kernel_avx512,
     mte_qgemm_kernel_avx512vnni;
-extern const mte_qdw_kernel mte_qdw_kernel_avx2, mte_qdw_kernel_avx512;
+extern const mte_qdw_kernel mte_qdw_kernel_avx2, mte_qdw_kernel_avx512, mte_qdw_kernel_avx512vnni;
 #endif
 #ifdef MTE_HAVE_NEON_KERNELS
 extern const mte_qgemm_kernel mte_qgemm_kernel_neon, mte_qgemm_kernel_neondot;

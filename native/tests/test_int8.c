@@ -69,10 +69,12 @@ static int intact(const int8_t *p, int64_t n, int64_t extra) {
   return 1;
 }
 
+static int g_realistic; /* every channel's multiplier from a real ratio (whole fast tiles) */
+
 /* per-channel multipliers / shifts: realistic (from a real ratio) or any value */
 static void channel_params(int64_t O, int32_t *m, int32_t *sh, int32_t *bias, int big) {
   for (int64_t o = 0; o < O; ++o) {
-    if (mte_test_pick(3)) {
+    if (g_realistic || mte_test_pick(3)) {
       double real = ldexp(0.5 + 0.5 * fabs(mte_test_uniform()), -rnd(1, 14));
       mte_quantize_multiplier(real, &m[o], &sh[o]);
     } else {
@@ -337,6 +339,15 @@ static void test_conv(const char *isa) {
     shape s = {2, rnd(1, 40), 1, P, rnd(1, 20), 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1};
     fails += conv_case(isa, &s);
   }
+  /* every channel fast (the kernels' all-fast epilogues): full and partial tiles */
+  g_realistic = 1;
+  for (int O = 7; O <= 34 && !fails; O += (g_quick ? 9 : 3)) {
+    shape s = {1, rnd(1, 40), 1, rnd(1, 100), O, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1};
+    fails += conv_case(isa, &s);
+    shape d = {1, O, rnd(1, 20), rnd(1, 90), O, 3, 3, rnd(1, 2), rnd(1, 2), 1, 1, 1, 1, 1, 1, O};
+    fails += conv_case(isa, &d);
+  }
+  g_realistic = 0;
   /* depthwise 3x3: the qdepthwise route */
   for (int t = 0; t < (g_quick ? 12 : 60) && !fails; ++t) {
     int64_t C = rnd(1, 5), st = rnd(1, 2), p = rnd(0, 1);
