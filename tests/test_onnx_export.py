@@ -83,26 +83,37 @@ def test_a_module_is_exported_unfused_and_keeps_its_training_flag():
     assert model.training is True
 
 
-@pytest.mark.parametrize("name", ["small_cnn", "resnet18"])
+# (model, most output steps apart): onnxruntime requantizes in float with ties to even, we in
+# TFLite's fixed point, so each layer may round one step differently and the differences add
+# up with depth (ResNet-18: 20 layers, EfficientNet-Lite0: 16 blocks)
+INT8_STEPS = {"mlp": 1, "small_cnn": 2, "resnet18": 6, "mobilenet_v2": 3,
+              "efficientnet_lite0": 12, "transformer": 1}
+
+
+@pytest.mark.parametrize("name", sorted(INT8_STEPS))
 def test_int8_graph_is_qdq_with_per_channel_weights(name):
+    from harness import randomize_bn
     mte.manual_seed(0)
-    model = ZOO[name][0]().eval()
+    model = randomize_bn(ZOO[name][0]().eval(), np.random.default_rng(1))
     x = example(name)
     q = quant.quantize(model, [x, example(name, seed=1)])
     ours = q.compile()(x)
     data = to_bytes(q, x)
     proto = onnx.load_from_string(data)
     ops = [n.op_type for n in proto.graph.node]
-    assert "QuantizeLinear" in ops and "DequantizeLinear" in ops and "Conv" in ops
+    assert "QuantizeLinear" in ops and "DequantizeLinear" in ops
+    assert {"Conv", "Gemm", "MatMul"} & set(ops)
     inits = {t.name: t for t in proto.graph.initializer}
     per_channel = [n for n in proto.graph.node if n.op_type == "DequantizeLinear"
                    and n.input[0] in inits and inits[n.input[0]].data_type == onnx.TensorProto.INT8
                    and len(inits[n.input[1]].dims) == 1 and inits[n.input[1]].dims[0] > 1]
     assert per_channel, "no per-channel int8 weight"
     (y,) = ort_run(data, x)
-    # onnxruntime rounds its own way: a few output quantization steps apart at most
-    out_scale = float(np.abs(ours).max()) / 64 + 1e-12
-    assert np.abs(y - ours).max() <= 4 * out_scale
+    last = q.nodes[-1]
+    assert last.op == "DequantizeLinear"
+    step = float(q.constants[last.inputs[1]])      # the output's quantization step
+    assert np.abs(ours).max() > 20 * step          # a real signal, not all zero points
+    assert np.abs(y - ours).max() <= INT8_STEPS[name] * step * (1 + 1e-5)
 
 
 @pytest.mark.parametrize("opset", [13, 17, 18, 21])

@@ -57,9 +57,6 @@ ZOO = {
                                                          max_len=8, dropout=0.0),
                     lambda: TorchTransformerClassifier(50, 3, 16, 2, 1, 32, 8), None),
 }
-NEEDS_MOD = pytest.mark.skipif(not opset.known("Mod"), reason="the Transformer's torch export "
-                               "folds a Mod of constants: needs the Mod op (graph/opset_onnx_*)")
-
 
 def example(name, seed=0):
     shape = ZOO[name][2]
@@ -118,8 +115,7 @@ def close(y, ref, rel=1e-4):
 
 
 # ---- torch twin -> ONNX -> ours ----------------------------------------------------------------
-@pytest.mark.parametrize("name", [n if n != "transformer" else pytest.param(n, marks=NEEDS_MOD)
-                                  for n in ZOO])
+@pytest.mark.parametrize("name", list(ZOO))
 def test_torch_export_imports_equal_to_torch(name):
     ours, data, x, ref = exported(name)
     g = load(data)
@@ -167,7 +163,7 @@ def test_symbolic_batch_from_input_shapes(tmp_path):
 
 
 # ---- our export -> import ----------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["mlp", "resnet18", "transformer"])
+@pytest.mark.parametrize("name", sorted(ZOO))
 def test_our_export_round_trips(name):
     mte.manual_seed(0)
     model = ZOO[name][0]().eval()
@@ -181,11 +177,12 @@ def test_our_export_round_trips(name):
     assert compute_ops(g.optimize()) == compute_ops(traced.optimize())
 
 
-def test_our_int8_export_round_trips_to_the_same_int8_graph():
+@pytest.mark.parametrize("name", sorted(ZOO))
+def test_our_int8_export_round_trips_to_the_same_int8_graph(name):
     mte.manual_seed(0)
-    model = models.resnet18(num_classes=10).eval()
-    x = np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype(np.float32)
-    q = quant.quantize(model, [x])
+    model = randomize_bn(ZOO[name][0]().eval(), np.random.default_rng(1))
+    x = example(name)
+    q = quant.quantize(model, [x, example(name, seed=1)])
     f = io.BytesIO()
     export(q, x, f)
     back = load(f.getvalue()).optimize()
@@ -195,7 +192,7 @@ def test_our_int8_export_round_trips_to_the_same_int8_graph():
 
 # ---- QDQ from onnxruntime.quantization -> our int8 kernels -------------------------------------
 @pytest.mark.parametrize("activation", ["uint8", "int8"])
-@pytest.mark.parametrize("name", ["small_cnn", "resnet18"])
+@pytest.mark.parametrize("name", ["small_cnn", "resnet18", "mobilenet_v2"])
 def test_onnxruntime_qdq_runs_on_our_int8_kernels(tmp_path, name, activation):
     from onnxruntime.quantization import (
         CalibrationDataReader,
