@@ -22,15 +22,15 @@
 
 # %%
 import os
-import time
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")      # one BLAS / OpenMP thread (read when numpy loads)
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-import minitorch_edge as mte  # noqa: E402
-from minitorch_edge.backend import numpy_backend, winograd  # noqa: E402
+import minitorch_edge as mte
+from minitorch_edge.backend import numpy_backend, winograd
+from minitorch_edge.utils.timing import median_ms as _median_ms
 
 FAST = os.environ.get("MTE_TUTORIAL_FAST") == "1"
 threads_before = mte.get_num_threads()
@@ -42,24 +42,10 @@ w = rng.standard_normal((K, C, 3, 3)).astype(np.float32) * 0.1
 b = rng.standard_normal(K).astype(np.float32)
 
 
-def median_ms(fns, rounds=5 if FAST else 9, min_seconds=2e-3):
-    """{name: median ms per call} of the functions `fns` ({name: fn}), timed in interleaved
-    rounds: each round runs every fn once (a call quicker than `min_seconds` is repeated until
-    that much time has passed, so the clock's resolution does not matter)."""
-    for fn in fns.values():
-        fn()                                                   # warm-up: caches, first-call work
-    samples = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            calls, t0 = 0, time.perf_counter()
-            while True:
-                fn()
-                calls += 1
-                elapsed = time.perf_counter() - t0
-                if elapsed >= min_seconds:
-                    break
-            samples[name].append(elapsed / calls)
-    return {name: 1e3 * float(np.median(times)) for name, times in samples.items()}
+def median_ms(fns, rounds=5 if FAST else 9):
+    """Medians of interleaved rounds (minitorch_edge.utils.timing), at the thread count
+    this section set."""
+    return _median_ms(fns, rounds=rounds, threads=None)
 
 
 # %% [markdown]

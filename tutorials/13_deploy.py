@@ -26,7 +26,6 @@ import shutil
 import struct
 import subprocess
 import tempfile
-import time
 
 import numpy as np
 
@@ -36,6 +35,7 @@ from minitorch_edge import runtime as rt
 from minitorch_edge.data import DataLoader
 from minitorch_edge.data.datasets import Digits
 from minitorch_edge.train import Trainer
+from minitorch_edge.utils.timing import median_ms as _median_ms
 
 FAST = os.environ.get("MTE_TUTORIAL_FAST") == "1"
 # Files go to $MTE_TUTORIAL_OUT when it is set (and are kept), else to a temporary folder that
@@ -163,30 +163,9 @@ else:
 # %%
 
 
-def median_ms(fns, rounds=5 if FAST else 9, min_seconds=2e-3):
-    """{name: median ms per call} of the functions `fns` ({name: fn}), timed in interleaved
-    rounds on one thread: each round runs every fn once (a call quicker than `min_seconds` is
-    repeated until that much time has passed), so a busy machine slows all alike and the ratios
-    hold even when the milliseconds swing."""
-    threads = mte.get_num_threads()
-    mte.set_num_threads(1)
-    try:
-        for fn in fns.values():
-            fn()                                               # warm-up
-        samples = {name: [] for name in fns}
-        for _ in range(rounds):
-            for name, fn in fns.items():
-                calls, t0 = 0, time.perf_counter()
-                while True:
-                    fn()
-                    calls += 1
-                    elapsed = time.perf_counter() - t0
-                    if elapsed >= min_seconds:
-                        break
-                samples[name].append(elapsed / calls)
-    finally:
-        mte.set_num_threads(threads)
-    return {name: 1e3 * float(np.median(times)) for name, times in samples.items()}
+def median_ms(fns, rounds=5 if FAST else 9):
+    """Medians of interleaved rounds on one thread (minitorch_edge.utils.timing)."""
+    return _median_ms(fns, rounds=rounds)
 
 
 x_t = mte.tensor(example)
