@@ -70,6 +70,7 @@ def twin_pair(name):
     """(our model, its torch twin with the same weights and non-trivial BatchNorm), eval."""
     torch.manual_seed(0)
     twin = ZOO[name][1]().eval()
+    mte.manual_seed(0)                          # the same weights in every run and test order
     ours = ZOO[name][0]()
     randomize_bn(ours, np.random.default_rng(1))
     state = ours.state_dict()
@@ -192,7 +193,7 @@ def test_our_int8_export_round_trips_to_the_same_int8_graph(name):
 
 # ---- QDQ from onnxruntime.quantization -> our int8 kernels -------------------------------------
 @pytest.mark.parametrize("activation", ["uint8", "int8"])
-@pytest.mark.parametrize("name", ["small_cnn", "resnet18", "mobilenet_v2"])
+@pytest.mark.parametrize("name", list(ZOO))
 def test_onnxruntime_qdq_runs_on_our_int8_kernels(tmp_path, name, activation):
     from onnxruntime.quantization import (
         CalibrationDataReader,
@@ -219,21 +220,61 @@ def test_onnxruntime_qdq_runs_on_our_int8_kernels(tmp_path, name, activation):
     s = ort.InferenceSession(str(qp), providers=["CPUExecutionProvider"])
     (expected,) = s.run(None, {input_name: x})
     module = import_model(qp)
-    counts = module.optimized.op_counts()
-    assert "Conv" not in counts and counts.get("mte.QLinearConv", 0) >= 2, counts
-    assert all(module.optimized.values[n.outputs[0]].dtype == "int8"
-               for n in module.optimized.nodes if n.op == "QuantizeLinear")
-    y = module(x)
-    # in steps of the last layer's output scale: both round to it, onnxruntime with float
-    # requantisation and ties to even, ours in TFLite's fixed point (ResNet-18: 20 layers of
-    # such differences, 2 to 4 steps apart); and ours no further from the float model than
-    # onnxruntime's int8 is, give or take as much
+    fused = module.optimized
+    counts = fused.op_counts()
+    if name == "transformer":
+        # no int8 MatMul yet: the Transformer's MatMuls (attention's and its 3-D Linears, which
+        # torch exports as MatMul + Add) stay DequantizeLinear -> float MatMul -> Quantize
+        assert counts.get("MatMul", 0) >= 1 and counts.get("QuantizeLinear", 0) >= 4, counts
+    else:
+        assert not {"Conv", "Gemm", "MatMul"} & set(counts), counts
+        assert sum(k for op, k in counts.items() if op.startswith("mte.QLinear")) >= 2, counts
+    assert all(fused.values[n.outputs[0]].dtype == "int8"
+               for n in fused.nodes if n.op == "QuantizeLinear")
+    # each int8 node alone, fed the values of the QDQ graph run as written (float ops between
+    # QuantizeLinear/DequantizeLinear: the semantics onnxruntime's kernels reproduce), is at
+    # most one output step from it: ours requantize in TFLite's fixed point, the QDQ graph in
+    # float with ties to even
     g = load(qp)
+    qdq = _all_values(g, x)
+    checked = 0
+    for node in fused.nodes:
+        if not node.op.startswith("mte.QLinear") or node.outputs[0] not in qdq:
+            continue
+        if any(i and i not in qdq and i not in fused.constants for i in node.inputs):
+            continue
+        ins = [fused.constants[i] if i in fused.constants else qdq[i] if i else None
+               for i in node.inputs]
+        (out,) = opset.run_node(node, ins)
+        steps = np.abs(out.astype(np.int32) - qdq[node.outputs[0]].astype(np.int32)).max()
+        assert steps <= 1, f"{node.name} ({node.op}) is {steps} steps from the QDQ graph"
+        checked += 1
+    assert checked >= min(2, counts.get("mte.QLinearConv", 0) + counts.get("mte.QLinearGemm", 0))
+    # the whole model, in steps of the last layer's output scale: those one-step differences
+    # add up with depth (ResNet-18's 20 layers: 2 to 4 steps apart), and ours is no further
+    # from the float model than onnxruntime's int8 is, give or take as much. EfficientNet-Lite0
+    # (randomly initialised, 16 blocks) amplifies them to tens of steps: for it the test is the
+    # per-node one above and the direction of the output
+    y = module(x)
     dq = [n for n in g.nodes if n.op == "DequantizeLinear"][-1]
     step = float(np.asarray(g.constants[dq.inputs[1]]).reshape(-1)[0])
+    if name == "efficientnet_lite0":
+        cosine = float(np.sum(y * expected) / (np.linalg.norm(y) * np.linalg.norm(expected)))
+        assert cosine > 0.95
+        return
     assert float(np.abs(y - expected).max()) <= 6 * step
     ort_error = float(np.abs(expected - ref).max())
     assert float(np.abs(y - ref).max()) <= ort_error + 4 * step
+
+
+def _all_values(g, x):
+    """Every value of `g` run on `x` by the reference ops, node by node: name -> array."""
+    env = dict(g.constants)
+    env[g.inputs[0]] = x
+    for node in g.nodes:
+        outs = opset.run_node(node, [env[i] if i else None for i in node.inputs])
+        env.update(zip(node.outputs, outs))
+    return env
 
 
 # ---- safety --------------------------------------------------------------------------------------

@@ -43,7 +43,8 @@ def test_float_zoo_runs_in_openvino(name, tmp_path):
 # TFLite's fixed point, so each layer may round one step differently and the differences add up
 # with depth: ~1 step after SmallCNN, 2 after ResNet-18, 8-10 after EfficientNet-Lite0's 16
 # blocks (onnxruntime and OpenVINO differ from each other by as much there)
-INT8_CASES = [("small_cnn", 2), ("resnet18", 6), ("mobilenet_v2", 3), ("efficientnet_lite0", 12)]
+INT8_CASES = [("mlp", 1), ("small_cnn", 2), ("resnet18", 6), ("mobilenet_v2", 3),
+              ("efficientnet_lite0", 12), ("transformer", 1)]
 
 
 @pytest.mark.parametrize("name,steps", INT8_CASES)
