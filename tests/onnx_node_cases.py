@@ -1,7 +1,7 @@
 """The ONNX package's backend node tests (onnx.backend.test.case.node.collect_testcases(): each
 case a one-op model, or an op's function body "expanded", with input and expected output
 arrays) run through our importer and the Python engine of our executor. Shared by
-tests/test_onnx_conformance.py and bench/onnx.py (the per-operator report).
+tests/test_onnx_conformance.py and bench/onnx_import.py (the per-operator report).
 
 Each case is classified:
 

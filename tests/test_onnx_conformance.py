@@ -3,7 +3,7 @@
 
 A case whose operators are all supported (the importer did not raise OnnxUnsupportedError)
 must pass, except the few in KNOWN_FAILURES, each with its reason. Cases that need an
-unsupported operator are counted, not hidden: bench/onnx.py --conformance writes the table per
+unsupported operator are counted, not hidden: bench/onnx_import.py --conformance writes the table per
 operator and the list of unsupported ones. The cases are split into shards (one test each) so
 that pytest-xdist can spread them.
 """

@@ -1,9 +1,9 @@
 """ONNX import: what importing a torch-exported file costs, and whether the imported model runs
 as fast as the same model traced from our zoo; and the ONNX node-test conformance report.
 
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/onnx.py [--models
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/onnx_import.py [--models
         mobilenet_v2,resnet18] [--size 224] [--repeats 30] [--warmup 5] [--out FILE]
-    python bench/onnx.py --conformance [--out bench/results/onnx_conformance.md]
+    python bench/onnx_import.py --conformance [--out bench/results/onnx_conformance.md]
 
 Models (bench/models.py builds them): our zoo's mobilenet_v2 and resnet18 (1000 classes,
 random weights with non-trivial BatchNorm statistics), the same weights in the PyTorch twins
@@ -36,23 +36,10 @@ import tempfile
 import time
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-# this file is named onnx.py: its folder must not shadow the onnx package
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 sys.path.insert(0, os.path.join(_HERE, "..", "tests"))
 sys.path.insert(0, os.path.join(_HERE, ".."))
-
-
-def _bench_models():
-    """bench/models.py (its builders and timing), loaded by path."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("bench_models",
-                                                  os.path.join(_HERE, "models.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench_models = _bench_models()
+sys.path.insert(0, _HERE)
+import models as bench_models  # noqa: E402  (bench/models.py: the builders and the timing)
 
 if __name__ == "__main__" and "--conformance" not in sys.argv:
     bench_models._reexec_if_needed(sys.argv[1:], __file__)
@@ -109,7 +96,7 @@ def run_model(name, size, repeats, warmup, tmpdir):
 
 def latency_report(rows, args):
     lines = [f"# ONNX import: {', '.join(LABELS[n] for n in rows)} ({TODAY})", "",
-             (f"Command: `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/onnx.py "
+             (f"Command: `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/onnx_import.py "
               f"--models {','.join(rows)} --size {args.size} --repeats {args.repeats} "
               f"--warmup {args.warmup}`"), "",
              (f"Batch 1, 3x{args.size}x{args.size} float32, 1 thread everywhere; the PyTorch "
@@ -159,7 +146,7 @@ def conformance_report():
              (f"onnx {onnx_pkg.__version__}: {n} cases "
               f"(onnx.backend.test.case.node.collect_testcases()), run by "
               f"tests/onnx_node_cases.py (import, then the executor's Python engine) in "
-              f"{seconds:.0f} s. Command: `python bench/onnx.py --conformance`."), "",
+              f"{seconds:.0f} s. Command: `python bench/onnx_import.py --conformance`."), "",
              (f"Overall: **{total['pass']} pass ({100 * total['pass'] / n:.1f}%)**, "
               f"{total['unsupported']} unsupported ({100 * total['unsupported'] / n:.1f}%), "
               f"{total['fail']} fail. Of the cases whose operators are all supported, "
