@@ -256,3 +256,21 @@ def test_closed_stdout_ends_quietly(tmp_path):
                           stderr=subprocess.PIPE, text=True, timeout=60)
     os.close(write_end)
     assert proc.returncode == 141 and proc.stderr == "", proc.stderr
+
+
+def test_a_corrupted_checkpoint_is_refused_by_resume(tmp_path):
+    run = tmp_path / "runs" / "c"
+    first = cli("train", *TINY[:-4], "--epochs", "1", "--batch-size", "64", "--out", str(run),
+                "--quiet", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    last = run / "last.safetensors"
+    data = bytearray(last.read_bytes())
+    data[-100:] = b"\xff" * 100                          # the corruption: the tail
+    last.write_bytes(bytes(data))
+    proc = cli("train", "--resume", str(last), "--epochs", "2", "--quiet", cwd=tmp_path)
+    assert proc.returncode in (1, 2), proc.stderr
+    line = proc.stderr.strip().splitlines()
+    assert len(line) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert line[0].startswith("minitorch-edge: error: ") and "sha256" in line[0], line[0]
+    assert "tensor" in line[0]
+    print(line[0])
