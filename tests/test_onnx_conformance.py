@@ -15,9 +15,6 @@ import onnx_node_cases as cases
 SHARDS = 4
 
 KNOWN_FAILURES = {
-    "test_reduce_max_empty_set": "ReduceMax over an empty axis: numpy's max has no identity "
-                                 "(ONNX gives the lowest value of the dtype)",
-    "test_reduce_max_empty_set_bool": "ReduceMax over an empty axis (bool), as above",
     "test_attention_4d_causal_fp16_expanded":
         "float16 end to end: our float16 MatMul/Softmax round their intermediates differently "
         "(max abs error 4.9e-4 against the case's atol)",

@@ -401,7 +401,17 @@ def _reduce(name, fn, doc):
 _reduce("ReduceMean", np.mean, "y = mean of x over `axes` (attribute; all when absent)")
 _reduce("ReduceSum", np.sum, "y = sum of x over `axes` (an attribute here; ONNX 13+ takes an "
         "input: the exporter translates)")
-_reduce("ReduceMax", np.max, "y = max of x over `axes`")
+def _max(x, axis, keepdims):
+    """np.max with ONNX's identity for an empty set: the lowest value of the dtype."""
+    if x.size:
+        return np.max(x, axis=axis, keepdims=keepdims)
+    lowest = (-np.inf if x.dtype.kind == "f" else False if x.dtype.kind == "b"
+              else np.iinfo(x.dtype).min)
+    return np.max(x, axis=axis, keepdims=keepdims, initial=lowest)
+
+
+_reduce("ReduceMax", _max, "y = max of x over `axes` (the dtype's lowest value over an empty "
+        "set)")
 
 
 def _softmax_rule(attrs, ins):
