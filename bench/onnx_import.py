@@ -39,7 +39,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(_HERE, "..", "tests"))
 sys.path.insert(0, os.path.join(_HERE, ".."))
 sys.path.insert(0, _HERE)
-import models as bench_models  # noqa: E402  (bench/models.py: the builders and the timing)
+import models as bench_models  # bench/models.py: the builders and the timing
 
 if __name__ == "__main__" and "--conformance" not in sys.argv:
     bench_models._reexec_if_needed(sys.argv[1:], __file__)

@@ -60,6 +60,23 @@ static void taps(int64_t start, int64_t k, int64_t d, int64_t size, int64_t *t0,
   *t1 = hi > lo ? hi : lo;
 }
 
+/* The max over output row r's window rows of the plane xp (H x W), into rows[0..W): 0 when
+ * the window covers padding only (rows untouched), else 1. A max of whole rows, which the
+ * compiler vectorizes. */
+static int reduce_rows(const mte_pool2d_params *p, const int8_t *xp, int64_t H, int64_t W,
+                       int64_t r, int8_t *rows) {
+  int64_t i0, i1;
+  const int64_t h0 = r * p->stride_h - p->pad_h;
+  taps(h0, p->kernel_h, p->dilation_h, H, &i0, &i1);
+  if (i0 == i1) return 0;
+  memcpy(rows, xp + (h0 + i0 * p->dilation_h) * W, (size_t)W);
+  for (int64_t i = i0 + 1; i < i1; ++i) {
+    const int8_t *row = xp + (h0 + i * p->dilation_h) * W;
+    for (int64_t c = 0; c < W; ++c) rows[c] = row[c] > rows[c] ? row[c] : rows[c];
+  }
+  return 1;
+}
+
 /* One plane of the max, row by row: the window's real input rows are first reduced to one
  * row (a max of whole rows, which the compiler vectorizes), then each output takes the max of
  * its window's real columns in that row. W <= ROW_MAX (the reduced row lives on the stack). */
@@ -69,18 +86,10 @@ static void qmax_plane(const mte_pool2d_params *p, const int8_t *xp, int64_t H, 
                        int64_t Ho, int64_t Wo, int8_t *yp) {
   int8_t rows[ROW_MAX];
   for (int64_t r = 0; r < Ho; ++r) {
-    int64_t i0, i1;
-    const int64_t h0 = r * p->stride_h - p->pad_h;
-    taps(h0, p->kernel_h, p->dilation_h, H, &i0, &i1);
     int8_t *out = yp + r * Wo;
-    if (i0 == i1) { /* a window over padding only */
+    if (!reduce_rows(p, xp, H, W, r, rows)) { /* a window over padding only */
       memset(out, -128, (size_t)Wo);
       continue;
-    }
-    memcpy(rows, xp + (h0 + i0 * p->dilation_h) * W, (size_t)W);
-    for (int64_t i = i0 + 1; i < i1; ++i) {
-      const int8_t *row = xp + (h0 + i * p->dilation_h) * W;
-      for (int64_t c = 0; c < W; ++c) rows[c] = row[c] > rows[c] ? row[c] : rows[c];
     }
     /* the outputs whose window lies inside the row need no clipping: [first, last) */
     const int64_t sw = p->stride_w, kw = p->kernel_w, dw = p->dilation_w;
@@ -123,18 +132,10 @@ static void qmax_plane_padded(const mte_pool2d_params *p, const mte_qelem_kernel
   memset(buf, -128, (size_t)p->pad_w);
   if (end > p->pad_w + W) memset(rows + W, -128, (size_t)(end - p->pad_w - W));
   for (int64_t r = 0; r < Ho; ++r) {
-    int64_t i0, i1;
-    const int64_t h0 = r * p->stride_h - p->pad_h;
-    taps(h0, p->kernel_h, p->dilation_h, H, &i0, &i1);
     int8_t *out = yp + r * Wo;
-    if (i0 == i1) { /* a window over padding only */
+    if (!reduce_rows(p, xp, H, W, r, rows)) { /* a window over padding only */
       memset(out, -128, (size_t)Wo);
       continue;
-    }
-    memcpy(rows, xp + (h0 + i0 * p->dilation_h) * W, (size_t)W);
-    for (int64_t i = i0 + 1; i < i1; ++i) {
-      const int8_t *row = xp + (h0 + i * p->dilation_h) * W;
-      for (int64_t c = 0; c < W; ++c) rows[c] = row[c] > rows[c] ? row[c] : rows[c];
     }
     for (int64_t s = k->max_row ? k->max_row(buf, kw, sw, Wo, out) : 0; s < Wo; ++s) {
       int m = buf[s * sw];
