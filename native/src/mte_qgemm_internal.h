@@ -65,8 +65,9 @@ typedef struct qgemm_job {
   int64_t ybase; /* column j is stored at y + (j - ybase) * cs */
 } qgemm_job;
 
-/* columns per packed block of X for this job (a multiple of nr: the block fits in L2) */
-MTE_HIDDEN int64_t mte__qgemm_block(const qgemm_job *j);
+/* columns per packed block of X for this job (a multiple of nr: the block fits in L2, and
+ * outer x its blocks split evenly among the threads; outer: the jobs run side by side) */
+MTE_HIDDEN int64_t mte__qgemm_block(const qgemm_job *j, int64_t outer);
 /* columns [j0, j0 + nc) of the job: pack them (into bbuf, rows: scratch) and run the tiles */
 MTE_HIDDEN void mte__qgemm_columns(const qgemm_job *j, int64_t j0, int64_t nc, uint8_t *bbuf,
                                    uint8_t *rows);

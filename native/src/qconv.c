@@ -94,7 +94,7 @@ int mte_qconv2d_run(const mte_qconv2d_plan *p, const mte_conv2d_desc *d, const i
                    {pointwise ? QSRC_ROWS : flat ? QSRC_FLAT : QSRC_IM2COL, NULL,
                     flat ? fplane : g.HWi, &g, wq, pq, (uint8_t)x_zp, k->x_offset ? 0x80 : 0},
                    NULL, g.HW, 1, rq->zero_point, rq->act_min, rq->act_max, 0};
-  const int64_t nc = mte__qgemm_block(&job), blocks = cdiv(ncols, nc);
+  const int64_t nc = mte__qgemm_block(&job, g.N * g.G), blocks = cdiv(ncols, nc);
   const int64_t items = g.N * g.G * blocks;
   const int nt = mte__threads_for((double)g.N * g.K * g.HW * p->K, PAR_MIN_WORK, items);
   const size_t ytmp = flat ? mte__q_align((size_t)(g.Kg * nc)) : 0;

@@ -118,11 +118,20 @@ int mte__qscratch_close(qscratch *s) {
 
 /* ---------------------------------------------------------------- the blocked loop */
 
-int64_t mte__qgemm_block(const qgemm_job *j) {
+int64_t mte__qgemm_block(const qgemm_job *j, int64_t outer) {
   const int nr = j->k->nr;
   int64_t nc = (L2_BLOCK_BYTES / (j->kg * 4)) / nr * nr;
   if (nc < nr) nc = nr;
-  return nc < rup(j->N, nr) ? nc : rup(j->N, nr);
+  if (nc > rup(j->N, nr)) nc = rup(j->N, nr);
+  /* the blocks (outer x blocks per GEMM) made a multiple of the threads, so they share the
+   * work evenly: MobileNetV2's 56x56 1x1 convs fit one L2 block, which left a thread idle */
+  const int nt = mte__num_threads();
+  if (nt > 1 && (double)outer * j->M * j->N * j->K >= PAR_MIN_WORK) {
+    const int64_t per_gemm = cdiv(rup(outer * cdiv(j->N, nc), nt), outer);
+    const int64_t even = rup(cdiv(j->N, per_gemm), nr);
+    if (even < nc) nc = even;
+  }
+  return nc;
 }
 
 size_t mte__qgemm_scratch(const qgemm_job *j, int64_t nc) {
@@ -152,7 +161,7 @@ void mte__qgemm_columns(const qgemm_job *j, int64_t j0, int64_t nc, uint8_t *bbu
 /* A single GEMM job over all its column blocks, threads splitting the blocks. */
 static int run_job(const qgemm_job *j, mte_arena *arena) {
   if (j->M == 0 || j->N == 0) return MTE_OK;
-  const int64_t nc = mte__qgemm_block(j), blocks = cdiv(j->N, nc);
+  const int64_t nc = mte__qgemm_block(j, 1), blocks = cdiv(j->N, nc);
   const int nt = mte__threads_for((double)j->M * j->N * j->K, PAR_MIN_WORK, blocks);
   const size_t per = mte__q_align(mte__qgemm_scratch(j, nc));
   qscratch s;

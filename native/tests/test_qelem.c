@@ -256,6 +256,45 @@ static void test_qgemv_errors(void) {
   mte_qgemv_free(NULL);
 }
 
+/* ---------------------------------------------------------------- spans over threads */
+
+/* Inputs large enough to be split over threads (quant.c's for_spans) give, at every thread
+ * count, the bits of the reference: spans end where they should, none is skipped or twice. */
+static void test_spans(const char *isa) {
+  const int64_t n = (1 << 17) + 4099; /* not a multiple of the span rounding */
+  float *x = (float *)malloc((size_t)n * sizeof *x), *f = (float *)malloc((size_t)n * sizeof *f);
+  int8_t *a = (int8_t *)malloc((size_t)n), *b = (int8_t *)malloc((size_t)n);
+  int8_t *want = (int8_t *)malloc((size_t)n), *table = (int8_t *)malloc(65536);
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = mte_test_uniform() * 300.0f;
+    a[i] = (int8_t)rnd(-128, 127), b[i] = (int8_t)rnd(-128, 127);
+  }
+  const mte_qadd_params p = random_qadd(3);
+  CHECK(mte_qadd_table(&p, table) == MTE_OK, "table");
+  const int before = mte_get_num_threads();
+  for (int nt = 1; nt <= 3; ++nt) {
+    mte_set_num_threads(nt);
+    int8_t *y = out_buffer(n);
+    CHECK(mte_quantize(n, x, 0.75f, 3, y) == MTE_OK, "quantize");
+    for (int64_t i = 0; i < n; ++i) want[i] = ref_quantize(x[i], 0.75f, 3);
+    CHECK(memcmp(y, want, (size_t)n) == 0, "%s quantize of %lld on %d threads differs", isa,
+          (long long)n, nt);
+    CHECK(mte_qadd(&p, n, a, b, y) == MTE_OK, "qadd");
+    for (int64_t i = 0; i < n; ++i) want[i] = ref_qadd(&p, a[i], b[i]);
+    CHECK(memcmp(y, want, (size_t)n) == 0, "%s qadd on %d threads differs", isa, nt);
+    CHECK(mte_qadd_lookup(n, a, b, table, y) == MTE_OK, "lookup");
+    CHECK(memcmp(y, want, (size_t)n) == 0, "%s lookup on %d threads differs", isa, nt);
+    CHECK(tail_ok(y, n), "%s spans wrote past %lld", isa, (long long)n);
+    CHECK(mte_dequantize(n, a, 0.5f, -2, f) == MTE_OK, "dequantize");
+    int bad = 0;
+    for (int64_t i = 0; i < n; ++i) bad += f[i] != (float)(a[i] + 2) * 0.5f;
+    CHECK(bad == 0, "%s dequantize on %d threads: %d wrong", isa, nt, bad);
+    free(y);
+  }
+  mte_set_num_threads(before);
+  free(x), free(f), free(a), free(b), free(want), free(table);
+}
+
 int main(void) {
   char list[256];
   snprintf(list, sizeof list, "%s", mte_compiled_isas());
@@ -266,6 +305,7 @@ int main(void) {
     test_qadd(isa);
     test_qmax_pool(isa);
     test_qgemv(isa);
+    test_spans(isa);
   }
   mte_set_isa("auto");
   test_qgemv_errors();
