@@ -123,7 +123,11 @@ def _run(root_edges, root_grads, retain_graph, create_graph, targets, accumulate
                 targets.capture_outputs(node, grads)
                 if targets.prunes(node):
                     continue                # no chosen input lies behind it
-            for edge, g in zip(node._next, _call_backward(node, grads)):
+            if _Recording.profile is None:
+                grad_inputs = _call_backward(node, grads)
+            else:                           # a profiler records: it times the node
+                grad_inputs = _Recording.profile.backward(node, grads, _call_backward)
+            for edge, g in zip(node._next, grad_inputs):
                 if edge is None or g is None:
                     continue                # an input that needs no gradient, or none came
                 if targets is not None and targets.cuts(edge):

@@ -18,6 +18,9 @@ is never differentiated frees its nodes with its tensors: nothing global grows.
 `Function.apply` is the algorithm as written; built-in ops run `_apply_builtin`, the same steps
 with the common case (one numpy array out) inlined, since it is paid on every op.
 
+While a profiler records, ``_Recording.profile`` holds it and both applies hand the call to it
+(profiler/_profile.py); when none records, that one test is all the profiler costs.
+
 Naming: a built-in Function's class name is PyTorch's grad_fn name without the trailing
 ``Backward0`` (so ``y.grad_fn`` prints as PyTorch's does: ``Mul`` -> ``MulBackward0``,
 ``Convolution`` -> ``ConvolutionBackward0``, ``MaxPool2DWithIndices`` ->
@@ -41,6 +44,7 @@ class _Recording:
     tape = None       # a list while autograd.record_tape() is active
     anomaly = False   # True inside detect_anomaly()
     trace = None      # trace(cls, args, result) after every apply while graph.trace() runs
+    profile = None    # the profiler's _Recorder while one records (profiler/_profile.py)
 
 
 FREED_MSG = (
@@ -222,40 +226,47 @@ class Function:
     @classmethod
     def apply(cls, *args):
         """Run forward; when grad mode is on and an input requires grad, record a Node."""
-        # which inputs need a gradient: none while grad mode is off
-        if _State.enabled:
-            needs = tuple([isinstance(a, Tensor) and a._rg for a in args])
-        else:
-            needs = (False,) * len(args)
-        record = any(needs)
-        # forward, with the ctx it saves into; to autograd it is one op, so grad mode is off
-        ctx = Node(cls)
-        ctx.needs_input_grad = needs
-        prev = _State.enabled
-        _State.enabled = False
-        try:
-            out = cls.forward(ctx, *args)
-        finally:
-            _State.enabled = prev
-        # wrap the results as Tensors
-        result, outputs = _wrap_outputs(cls, out, args, ctx._dirty)
-        if ctx._dirty is not None:
-            _mark_dirty_outputs(cls, ctx._dirty, args, outputs, record)
-        # when recording, ctx becomes the Node behind the outputs
-        if record:
-            ctx._next = _edges(args, needs)          # where each input's gradient goes
-            ctx._seq = next(_sequence)               # its place on the tape
-            if not cls._builtin:
-                ctx._tensor_slots = tuple([isinstance(a, Tensor) for a in args])
-            _connect_outputs(ctx, cls, out, outputs)  # the outputs' grad_fn; saved outputs
-            if _Recording.anomaly or _Recording.tape is not None:
-                _observe(ctx, args, outputs)
-        if _Recording.trace is not None:
-            _Recording.trace(cls, args, result)
-        return result
+        if _Recording.profile is not None:
+            return _Recording.profile.op(cls, args, False)
+        return _apply_general_body(cls, args)
 
 
 _apply_general = Function.apply.__func__   # the function behind Function.apply
+
+
+def _apply_general_body(cls, args):
+    """Function.apply for user Functions (and built-ins that define their own apply)."""
+    # which inputs need a gradient: none while grad mode is off
+    if _State.enabled:
+        needs = tuple([isinstance(a, Tensor) and a._rg for a in args])
+    else:
+        needs = (False,) * len(args)
+    record = any(needs)
+    # forward, with the ctx it saves into; to autograd it is one op, so grad mode is off
+    ctx = Node(cls)
+    ctx.needs_input_grad = needs
+    prev = _State.enabled
+    _State.enabled = False
+    try:
+        out = cls.forward(ctx, *args)
+    finally:
+        _State.enabled = prev
+    # wrap the results as Tensors
+    result, outputs = _wrap_outputs(cls, out, args, ctx._dirty)
+    if ctx._dirty is not None:
+        _mark_dirty_outputs(cls, ctx._dirty, args, outputs, record)
+    # when recording, ctx becomes the Node behind the outputs
+    if record:
+        ctx._next = _edges(args, needs)          # where each input's gradient goes
+        ctx._seq = next(_sequence)               # its place on the tape
+        if not cls._builtin:
+            ctx._tensor_slots = tuple([isinstance(a, Tensor) for a in args])
+        _connect_outputs(ctx, cls, out, outputs)  # the outputs' grad_fn; saved outputs
+        if _Recording.anomaly or _Recording.tape is not None:
+            _observe(ctx, args, outputs)
+    if _Recording.trace is not None:
+        _Recording.trace(cls, args, result)
+    return result
 
 
 def _apply_builtin(cls, *args):
@@ -263,6 +274,8 @@ def _apply_builtin(cls, *args):
     common case (forward returns one numpy array) written out by hand. A built-in's forward reads
     and returns numpy arrays, so it runs in any grad mode and a ctx that saves nothing will do
     when nothing is recorded."""
+    if _Recording.profile is not None:     # a profiler records: it times this call
+        return _Recording.profile.op(cls, args, True)
     record = False
     if _State.enabled:
         needs = []                      # (plain loops: cheaper than comprehensions here)

@@ -29,6 +29,7 @@ import signal
 import sys
 import time
 
+from ..autograd.function import _Recording
 from ..random import np_rng
 from . import _worker
 from .collate import default_collate, default_convert
@@ -225,6 +226,11 @@ class _BaseIter:
         return self
 
     def __next__(self):
+        if _Recording.profile is not None:      # a profiler records the wait, as torch names it
+            return _Recording.profile.call(self._range_name, "user_annotation", self._next)
+        return self._next()
+
+    def _next(self):
         data = self._next_data()
         self._num_yielded += 1
         return data
@@ -234,6 +240,7 @@ class _BaseIter:
 
 
 class _SingleProcessIter(_BaseIter):
+    _range_name = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
     def __init__(self, loader):
         super().__init__(loader)
         self._fetcher = None
@@ -249,6 +256,7 @@ class _SingleProcessIter(_BaseIter):
 
 class _MultiProcessIter(_BaseIter):
     """Worker processes, their queues and the bookkeeping that keeps batches in order."""
+    _range_name = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
 
     def __init__(self, loader):
         super().__init__(loader)

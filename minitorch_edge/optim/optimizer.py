@@ -26,6 +26,7 @@ from itertools import chain
 import numpy as np
 
 from .. import dtypes as _dt
+from ..autograd.function import _Recording
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..backend.prepared import wrote as _wrote
 from ..tensor import Tensor
@@ -58,6 +59,13 @@ def _wrap_step(step):
     def wrapper(self, *args, **kwargs):
         if self._in_step:                       # a subclass calling super().step()
             return step(self, *args, **kwargs)
+        if _Recording.profile is not None:      # a profiler records: torch's range name
+            name = type(self).__name__
+            return _Recording.profile.call(f"Optimizer.step#{name}.step", "user_annotation",
+                                           run, self, args, kwargs)
+        return run(self, args, kwargs)
+
+    def run(self, args, kwargs):
         self._in_step = True
         try:
             for hook in list(self._step_pre_hooks.values()):
