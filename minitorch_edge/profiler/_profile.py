@@ -146,19 +146,33 @@ def _conv_weight_flops(args, out):   # ConvBackwardWeight(gy, x, w_shape, ...)
     return 2 * args[0]._data.size * int(np.prod(args[2][1:]))
 
 
-# forward FLOPs per Function name, from its arguments and its (first) result array
-FLOPS = {"Mm": _matmul_flops, "Bmm": _matmul_flops, "Mv": _matmul_flops, "Dot": _matmul_flops,
-         "Addmm": _addmm_flops, "Convolution": _conv_flops,
-         "ConvBackwardInput": _conv_input_flops, "ConvBackwardWeight": _conv_weight_flops}
+# forward FLOPs per Function class name (a subclass takes its base's rule), from its arguments
+# and its (first) result array
+FLOPS = {"Mm": _matmul_flops, "Addmm": _addmm_flops, "_LinearMasked": _addmm_flops,
+         "Convolution": _conv_flops, "ConvBackwardInput": _conv_input_flops,
+         "ConvBackwardWeight": _conv_weight_flops}
 
 
 def _addmm_backward_flops(grads, result):
     """dx = G W and dW = G^T X, each 2 * rows * out * in, computed on arrays by the node."""
+    if grads[0] is None:
+        return 0
     made = [g for g in result[:2] if g is not None]
-    return sum(2 * grads[0]._data.size * g._data.shape[-1] for g in made) if grads[0] is not None else 0
+    return sum(2 * grads[0]._data.size * g._data.shape[-1] for g in made)
 
 
-BACKWARD_FLOPS = {"AddmmBackward0": _addmm_backward_flops}
+# backward FLOPs of the nodes that compute on arrays themselves, by the forward class's name
+# (the others call Functions, which are counted as their children)
+BACKWARD_FLOPS = {"Addmm": _addmm_backward_flops, "_LinearMasked": _addmm_backward_flops}
+
+
+def _rule(table, cls):
+    """The rule of cls or of its nearest base in `table`, or None."""
+    for klass in cls.__mro__:
+        rule = table.get(klass.__name__)
+        if rule is not None:
+            return rule
+    return None
 
 
 class _Recorder:
@@ -231,8 +245,9 @@ class _Recorder:
                 if isinstance(t, Tensor) and t._fn is not None and t._fn._fn is cls:
                     e.sequence_nr = t._fn._seq
                     break
-            if self.flops and cls.__name__ in FLOPS and isinstance(outputs[0], Tensor):
-                e.flops = FLOPS[cls.__name__](args, outputs[0]._data)
+            rule = _rule(FLOPS, cls) if self.flops else None
+            if rule is not None and isinstance(outputs[0], Tensor):
+                e.flops = rule(args, outputs[0]._data)
             if self.memory:
                 self.track(outputs, args, e)
             return result
@@ -249,8 +264,9 @@ class _Recorder:
         e = self.begin(name, "cpu_op", shapes, seq=node._seq)
         try:
             result = call_backward(node, grads)
-            if self.flops and name in BACKWARD_FLOPS:
-                e.flops = BACKWARD_FLOPS[name](grads, result)
+            rule = _rule(BACKWARD_FLOPS, node._fn) if self.flops else None
+            if rule is not None:
+                e.flops = rule(grads, result)
             if self.memory:
                 self.track(result, grads, e)
             return result
