@@ -174,10 +174,18 @@ class Executor:
         if self._model is not None:
             outs = self._model.run([np.ascontiguousarray(a) for a in arrays])
             return _result(self.graph, outs, tensors)
+        env = self._run_steps(arrays)
+        return _result(self.graph, [np.array(env[name]) for name in self.graph.outputs], tensors)
+
+    def _run_steps(self, arrays, clock=None, times=None):
+        """The Python engine: every step on `arrays`; returns the values by name. With a
+        `clock`, appends (node, start, end) of each step to `times`."""
         env = dict(self.graph.constants)
         env.update(zip(self.graph.inputs, arrays))
         with _UseBackend(self.backend):
             for node, run, writes_out, alias, outs in self._steps:
+                if clock is not None:
+                    start = clock()
                 args = [env[name] if name else None for name in node.inputs]
                 out = outs[0] if len(outs) == 1 else None
                 if writes_out and out is not None:
@@ -191,7 +199,63 @@ class Executor:
                         np.copyto(slot, value)
                         value = slot
                     env[name] = value
-        return _result(self.graph, [np.array(env[name]) for name in self.graph.outputs], tensors)
+                if clock is not None:
+                    times.append((node, start, clock()))
+        return env
+
+    def profile(self, *inputs, repeats=10, warmup=2):
+        """Run the graph `warmup` times, then `repeats` times timing every node; returns a
+        profiler result (as ``profiler.profile`` gives: ``.key_averages().table()``,
+        ``.export_chrome_trace(path)``, ``.events()``) with one row per node, named by the
+        node, its op and output shapes in the event, under one "Executor.run" range per run.
+        The Python engine times each step; the C engine reports its nodes' times through
+        ``_C.RuntimeModel.run_profiled``."""
+        import threading
+        import time
+        from ..profiler import _table
+        if not (isinstance(repeats, int) and repeats >= 1 and isinstance(warmup, int)
+                and warmup >= 0):
+            raise ValueError(f"Executor.profile: repeats must be an int >= 1 and warmup an int "
+                             f">= 0, got repeats={repeats!r}, warmup={warmup!r}")
+        if self._model is not None and not hasattr(self._model, "run_profiled"):
+            raise RuntimeError("Executor.profile: this build's C runtime has no run_profiled; "
+                               "build the extension again or use Executor(engine='python')")
+        arrays, _ = _feed(self.graph, inputs, "Executor.profile")
+        for _ in range(warmup):
+            self(*inputs)
+        nodes = {n.name: n for n in self.graph.nodes}
+        clock, t0, tid = time.perf_counter_ns, time.perf_counter_ns(), threading.get_ident()
+        events = []
+
+        def node_event(name, op, start_ns, end_ns):
+            node = nodes.get(name)
+            shapes = ([list(self.graph.values[o].shape) for o in node.outputs if o]
+                      if node is not None else None)
+            events.append(_table.Event(name or op, "cpu_op", start_ns - t0, end_ns - t0, tid,
+                                       input_shapes=shapes, args={"op": op, "engine": self.engine}))
+        for _ in range(repeats):
+            start = clock()
+            if self._model is not None:
+                c_arrays = [np.ascontiguousarray(a) for a in arrays]
+                start = clock()
+                _, timings = self._model.run_profiled(c_arrays)
+                end = clock()
+                for name, op, t, dur in timings:
+                    s_ns = start + int(t * 1e9)
+                    node_event(name, op, s_ns, min(s_ns + int(dur * 1e9), end))
+            else:
+                times = []
+                self._run_steps(arrays, clock, times)
+                end = clock()
+                for node, s_ns, e_ns in times:
+                    node_event(node.name, node.op, s_ns, e_ns)
+            events.append(_table.Event(f"Executor.run#{self.graph.name}", "user_annotation",
+                                       start - t0, end - t0, tid))
+        result = _table.ProfileResult()
+        result._set_events(events, show={"record_shapes": True,
+                                         "shapes_header": "Output Shapes"},
+                           base_ns=time.time_ns() - (clock() - t0))
+        return result
 
     def __repr__(self):
         return (f"Executor({self.graph.name}: {len(self.graph.nodes)} nodes, arena "

@@ -188,7 +188,7 @@ def format_memory(nbytes):
 
 def format_table(rows, sort_by="cpu_time_total", row_limit=100, max_name_column_width=55,
                  header=None, profile_memory=False, record_shapes=False, with_flops=False,
-                 with_workspace=False):
+                 with_workspace=False, shapes_header="Input Shapes"):
     """The table of torch's key_averages().table() for `rows` (EventAverage or Event)."""
     if sort_by not in SORT_KEYS:
         raise ValueError(f"table: sort_by={sort_by!r} is not a column; use one of "
@@ -207,7 +207,7 @@ def format_table(rows, sort_by="cpu_time_total", row_limit=100, max_name_column_
     cols += [("# of Calls", 12, ">")]
     if record_shapes:
         shapes_w = min(max([len(str(r.input_shapes or [])) for r in rows] + [12]) + 2, 80)
-        cols += [("Input Shapes", shapes_w, "<")]
+        cols += [(shapes_header, shapes_w, "<")]
     if with_flops:
         cols += [("Total MFLOPs", 12, ">")]
     fmt = "  ".join("{:" + align + str(width) + "}" for _, width, align in cols)
