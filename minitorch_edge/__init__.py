@@ -25,8 +25,9 @@ _SUBMODULES = frozenset(entry.partition(".")[0] for entry in _os.listdir(__path_
                         if not entry.startswith("__")
                         and (entry.endswith((".py", ".so", ".pyd")) or
                              _os.path.isfile(_os.path.join(__path__[0], entry, "__init__.py"))))
-# submodules imported without the full API (the device-side loader needs numpy + cffi only)
-_LIGHT = frozenset(("runtime", "_version", "_api"))
+# submodules imported without the full API (the device-side loader needs numpy + cffi only;
+# profiler/ is lazy itself: its _table is standard library, the rest imports the full API)
+_LIGHT = frozenset(("runtime", "_version", "_api", "profiler"))
 _lock = _thread.RLock()  # held by the thread importing _api.py
 _loading = []  # non-empty while _api.py is being imported (by the thread holding _lock)
 
