@@ -275,3 +275,18 @@ def test_table_module_needs_only_the_standard_library():
                           text=True, timeout=60, env=dict(os.environ, PYTHONPATH=root))
     assert proc.returncode == 0, proc.stderr
     assert "Self CPU time total: 2.000us" in proc.stdout
+
+
+def test_group_by_input_shape_and_worker_loader():
+    with profile(record_shapes=True) as prof:
+        for n in (2, 3, 3):
+            mte.randn(n, 4) * 2.0
+    by_shape = {(r.key, str(r.input_shapes)): r.count
+                for r in prof.key_averages(group_by_input_shape=True) if r.key == "Mul"}
+    assert by_shape == {("Mul", "[[2, 4], []]"): 1, ("Mul", "[[3, 4], []]"): 2}
+    data = mte.utils.data.TensorDataset(mte.randn(6, 3))
+    loader = mte.utils.data.DataLoader(data, batch_size=3, num_workers=1)
+    with profile() as prof:
+        batches = list(loader)
+    assert len(batches) == 2
+    assert counts(prof)["enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"] == 3

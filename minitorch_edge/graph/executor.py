@@ -233,11 +233,10 @@ class Executor:
                       if node is not None else None)
             events.append(_table.Event(name or op, "cpu_op", start_ns - t0, end_ns - t0, tid,
                                        input_shapes=shapes, args={"op": op, "engine": self.engine}))
+        c_arrays = [np.ascontiguousarray(a) for a in arrays]
         for _ in range(repeats):
             start = clock()
             if self._model is not None:
-                c_arrays = [np.ascontiguousarray(a) for a in arrays]
-                start = clock()
                 _, timings = self._model.run_profiled(c_arrays)
                 end = clock()
                 for name, op, t, dur in timings:

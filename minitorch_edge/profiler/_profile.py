@@ -8,7 +8,8 @@ works on numpy arrays, so no op nests inside it), ``backward`` times each node's
 the engine, and ``call`` times a range (optimizer step, DataLoader ``__next__``). Native
 kernels are timed by swapping the ``_C`` of each ``backend/native_*`` module for a proxy whose
 functions open a "kernel" range around every call that is given an array; the proxy is only
-installed while recording.
+installed while recording. (While a built-in forward runs on one thread, another thread's
+ops are not recorded: the flag is process-wide.)
 
 Memory (``profile_memory=True``), the rule: an op allocates the memory of each result array
 whose underlying buffer (the root of its ``.base`` chain) is new, i.e. is not the buffer of an
