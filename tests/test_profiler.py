@@ -291,3 +291,23 @@ def test_group_by_input_shape_and_worker_loader():
         batches = list(loader)
     assert len(batches) == 2
     assert counts(prof)["enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"] == 3
+
+
+def test_an_op_that_raises_leaves_the_profiler_recording():
+    from minitorch_edge.autograd.function import Function
+
+    class Fails(Function):
+        _builtin = True
+
+        @staticmethod
+        def forward(ctx, x):
+            raise ValueError("Fails: on purpose")
+
+    with profile() as prof:
+        with pytest.raises(ValueError, match="on purpose"):
+            Fails.apply(mte.randn(2))
+        assert _Recording.profile is not None
+        mte.randn(2) * 2.0
+    c = counts(prof)
+    assert c["Fails"] == 1 and c["Mul"] == 1
+    assert _Recording.profile is None
