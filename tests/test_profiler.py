@@ -311,3 +311,10 @@ def test_an_op_that_raises_leaves_the_profiler_recording():
     c = counts(prof)
     assert c["Fails"] == 1 and c["Mul"] == 1
     assert _Recording.profile is None
+
+
+def test_with_stack_keeps_the_callers_frame():
+    with profile(with_stack=True) as prof:
+        mte.randn(3) * 2.0
+    mul = next(e for e in prof.events() if e.name == "Mul")
+    assert any("test_profiler.py" in frame for frame in mul.args["Call stack"])

@@ -127,3 +127,13 @@ def test_native_workspace_recorded_per_kernel():
     assert kernels and max(e.workspace_bytes for e in kernels) > 0
     assert "Workspace" in prof.key_averages().table()
     assert np.isfinite(kernels[0].cpu_time_total)
+
+
+def test_memory_summary_reports_the_kernels_workspace():
+    if mte.backend.active() != "native":
+        pytest.skip("native backend not active")
+    mte.manual_seed(0)
+    model = nn.Sequential(nn.Linear(256, 256), nn.Linear(256, 256))
+    summary = profiler.memory_summary(model, mte.randn(64, 256))
+    kernels = [e for e in summary.profile.events() if e.cat == "kernel"]
+    assert summary.native_workspace == max(e.workspace_bytes for e in kernels) > 0

@@ -12,7 +12,8 @@ loss, backward, optimizer step) under ``profile(profile_memory=True)`` and repor
   parameters are not activations; nodes made outside any module count for "(outside modules)";
 * peak: the most bytes held at once, the larger of (what was live before the step + the
   profiler's peak of tracked op results, see _profile.py) and what is live after it
-  (parameters, gradients, optimizer state); plus the peak native workspace of libmte.
+  (parameters, gradients, optimizer state); plus the largest native workspace a libmte kernel
+  used during the step.
 
 `plot_memory_timeline(prof_or_summary, path)` draws the bytes held by tracked op results over
 the profile (forward/backward/step ranges shaded) into a PNG, written atomically.
@@ -161,9 +162,6 @@ def memory_summary(model, example_inputs, loss_fn=None, optimizer=None):
             intervals.append((opened.pop(), next(_function._sequence), label))
         handles += [module.register_forward_pre_hook(pre), module.register_forward_hook(post)]
 
-    native = _native()
-    if native is not None:
-        native.arena_reset_peak()
     try:
         with profile(profile_memory=True) as prof:
             with record_function("forward"):
@@ -180,17 +178,9 @@ def memory_summary(model, example_inputs, loss_fn=None, optimizer=None):
             h.remove()
     grads, state = held()
     peak = max(baseline + prof.peak_memory_bytes, n_params + grads + state)
-    workspace = int(native.arena_peak_bytes()) if native is not None else 0
+    workspace = max([e.workspace_bytes for e in prof.events()] + [0])
     return MemorySummary(type(model).__name__, type(optimizer).__name__ if optimizer else None,
                          n_params, grads, state, activations, peak, workspace, baseline, prof)
-
-
-def _native():
-    try:
-        from .. import _C
-    except ImportError:
-        return None
-    return _C if hasattr(_C, "arena_reset_peak") else None
 
 
 def _activations(loss, intervals, param_roots):
