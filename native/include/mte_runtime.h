@@ -134,6 +134,16 @@ MTE_API const char *mte_model_node_name(const mte_model *model, int node);
 MTE_API const char *mte_model_node_op(const mte_model *model, int node);
 MTE_API const char *mte_model_node_kernel(const mte_model *model, int node);
 
+/* A node's inputs and outputs as value indices (-1: a left-out optional input, or j out of
+ * range; counts are -1 for a bad node), and any value's dtype and shape (for listings). */
+MTE_API int mte_model_node_num_inputs(const mte_model *model, int node);
+MTE_API int mte_model_node_input(const mte_model *model, int node, int j);
+MTE_API int mte_model_node_num_outputs(const mte_model *model, int node);
+MTE_API int mte_model_node_output(const mte_model *model, int node, int j);
+MTE_API int mte_model_value_ndim(const mte_model *model, int value);
+MTE_API const int64_t *mte_model_value_shape(const mte_model *model, int value);
+MTE_API mte_dtype mte_model_value_dtype(const mte_model *model, int value);
+
 /* Per-node timing, opt in. mte_model_set_profiling(m, 1) turns a monotonic clock on around
  * every node (0 turns it off; off, the default, costs one branch per node). While it is on,
  * each mte_model_run records node k's start (seconds since that run began) and duration:

@@ -344,3 +344,23 @@ const char *mte_model_node_op(const mte_model *m, int k) {
 const char *mte_model_node_kernel(const mte_model *m, int k) {
   return node_at(m, k) && m->steps ? m->steps[k].kernel : NULL;
 }
+
+int mte_model_node_num_inputs(const mte_model *m, int k) {
+  const rt_node *n = node_at(m, k);
+  return n ? n->num_inputs : -1;
+}
+
+int mte_model_node_input(const mte_model *m, int k, int j) {
+  const rt_node *n = node_at(m, k);
+  return n && j >= 0 && j < n->num_inputs ? n->inputs[j] : -1;
+}
+
+int mte_model_node_num_outputs(const mte_model *m, int k) {
+  const rt_node *n = node_at(m, k);
+  return n ? n->num_outputs : -1;
+}
+
+int mte_model_node_output(const mte_model *m, int k, int j) {
+  const rt_node *n = node_at(m, k);
+  return n && j >= 0 && j < n->num_outputs ? n->outputs[j] : -1;
+}
