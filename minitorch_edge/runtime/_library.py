@@ -43,6 +43,9 @@ int mte_model_run(mte_model *model, const void *const *inputs, void *const *outp
 const char *mte_model_node_name(const mte_model *model, int node);
 const char *mte_model_node_op(const mte_model *model, int node);
 const char *mte_model_node_kernel(const mte_model *model, int node);
+int mte_model_set_profiling(mte_model *model, int on);
+int mte_model_node_last(const mte_model *model, int node, double *start_seconds,
+                        double *seconds);
 int mte_set_num_threads(int n);
 int mte_get_num_threads(void);
 """

@@ -1,7 +1,9 @@
 """A .mte model loaded by the C runtime, run on numpy arrays: `load(path)` gives a Model;
 calling it checks the inputs against the model's (count, dtype, shape), allocates the outputs
 and runs mte_model_run. The call convention is graph.Executor's: positional arrays (or one
-list/tuple), one array back, or a tuple when the model has several outputs."""
+list/tuple), one array back, or a tuple when the model has several outputs.
+`Model.run_profiled(*arrays)` runs once with the runtime's per-node clock on
+(mte_model_set_profiling) and also returns (node name, op, start s, duration s) per node."""
 import collections
 import os
 
@@ -139,16 +141,43 @@ class Model:
                              f"{x.dtype.name}{list(x.shape)}")
         return np.ascontiguousarray(x)
 
-    def _run(self, arrays):
+    def run_profiled(self, *arrays):
+        """Run once with the runtime's per-node clock on: ``(outputs, [(node name, op,
+        start seconds since the run began, duration seconds), ...])``, nodes in execution
+        order; `outputs` as a call returns them. The clock is off again afterwards."""
+        if len(arrays) == 1 and isinstance(arrays[0], (list, tuple)) and len(self.inputs) != 1:
+            arrays = tuple(arrays[0])
+        return self._run(self._check_count(arrays), profiled=True)
+
+    def _run(self, arrays, profiled=False):
         handle = self._live_handle()
         ins = [self._checked(info, x) for info, x in zip(self.inputs, arrays)]
         outs = [np.empty(info.shape, info.dtype) for info in self.outputs]
         in_ptrs, out_ptrs = _pointers(ins), _pointers(outs)
         err = ffi.new("char[]", ERR_LEN)
-        status = self._lib.mte_model_run(handle, in_ptrs[0], out_ptrs[0], err, ERR_LEN)
-        if status != 0:
-            raise ModelRunError(self.name, status, text(err))
-        return outs[0] if len(outs) == 1 else tuple(outs)
+        lib = self._lib
+        if profiled and lib.mte_model_set_profiling(handle, 1) != 0:
+            raise ModelRunError(self.name, -1, "cannot turn the per-node clock on")
+        try:
+            status = lib.mte_model_run(handle, in_ptrs[0], out_ptrs[0], err, ERR_LEN)
+            if status != 0:
+                raise ModelRunError(self.name, status, text(err))
+            times = self._node_times(handle) if profiled else None
+        finally:
+            if profiled:
+                lib.mte_model_set_profiling(handle, 0)
+        result = outs[0] if len(outs) == 1 else tuple(outs)
+        return (result, times) if profiled else result
+
+    def _node_times(self, handle):
+        start, seconds = ffi.new("double *"), ffi.new("double *")
+        times = []
+        for k, info in enumerate(self.kernels):
+            status = self._lib.mte_model_node_last(handle, k, start, seconds)
+            if status != 0:
+                raise ModelRunError(self.name, status, f"no time for node {k} ({info.node})")
+            times.append((info.node, info.op, float(start[0]), float(seconds[0])))
+        return times
 
     # ---- life cycle
     def _live_handle(self):

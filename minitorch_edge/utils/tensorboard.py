@@ -12,6 +12,7 @@ handing them over, so the calls read as in PyTorch::
             w.add_scalar("loss/train", loss, step)
         w.add_histogram("fc.weight", model.fc.weight, step)
         w.add_image("sample", image)                 # CHW, float in [0, 1] or uint8
+        w.add_graph(model, x)                        # the traced graph, for the Graphs tab
 
 and ``tensorboard --logdir runs`` shows them. tensorboardX is an optional extra
 (``pip install "minitorch-edge[tensorboard]"``), imported when a writer is created.
@@ -146,6 +147,37 @@ class SummaryWriter:
         metrics = {k: _scalar(v, "add_hparams", k) for k, v in metric_dict.items()}
         self._writer.add_hparams(hparams, metrics, name=run_name, global_step=global_step)
 
+    def add_graph(self, model, input_to_model=None, verbose=False):
+        """The computation graph for TensorBoard's Graphs dashboard: `model` is a Module,
+        traced on `input_to_model` (a Tensor, an array, or a tuple of them) with graph.trace,
+        or an already built Graph (float, optimised, or int8 from quant.quantize; then
+        `input_to_model` may be left out). Nodes are scoped by module path, carry their op,
+        output shapes and dtype; constants appear by name and shape (utils/tensorboard_graph.py).
+        `verbose`: also print the graph's listing."""
+        from ..graph import Graph
+        if isinstance(model, Graph):
+            graph = model.check()
+            if input_to_model is not None:
+                _check_graph_inputs(graph, input_to_model)
+        elif callable(model) and hasattr(model, "named_modules"):
+            if input_to_model is None:
+                raise ValueError(f"SummaryWriter.add_graph: tracing a {type(model).__name__} "
+                                 f"needs input_to_model (an example input Tensor or a tuple "
+                                 f"of them)")
+            from ..graph import trace
+            inputs = input_to_model if isinstance(input_to_model, tuple) else (input_to_model,)
+            graph = trace(model, *inputs)
+        else:
+            raise TypeError(f"SummaryWriter.add_graph: expected a Module or a graph.Graph, got "
+                            f"{type(model).__name__}")
+        if verbose:
+            print(graph)
+        from tensorboardX.proto import event_pb2
+
+        from .tensorboard_graph import graph_def_bytes
+        event = event_pb2.Event(graph_def=graph_def_bytes(graph))
+        self._writer._get_file_writer().add_event(event)
+
     def flush(self):
         self._writer.flush()
 
@@ -157,6 +189,17 @@ class SummaryWriter:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _check_graph_inputs(graph, input_to_model):
+    """A Graph's example inputs, when given, must have its inputs' shapes."""
+    given = input_to_model if isinstance(input_to_model, (tuple, list)) else (input_to_model,)
+    want = [graph.values[name].shape for name in graph.inputs]
+    got = [tuple(_array(x, "add_graph").shape) for x in given]
+    if got != want:
+        raise ValueError(f"SummaryWriter.add_graph: the graph {graph.name!r} takes inputs of "
+                         f"shapes {want}, input_to_model has {got}; leave input_to_model out "
+                         f"for a built Graph")
 
 
 class TensorBoardLogger:

@@ -1,6 +1,7 @@
 // runtime.cpp - the C runtime (include/mte_runtime.h) inside _C: _C.RuntimeModel(path) loads a
 // .mte file with mte_model_load (RuntimeModel.from_bytes(data): one held in memory, as the graph
-// executor hands it over), .run(list of arrays) runs it, and its properties describe it
+// executor hands it over), .run(list of arrays) runs it (.run_profiled also returns each
+// node's start and duration from the runtime's per-node clock), and its properties describe it
 // (.inputs, .outputs, .arena_bytes, .prepared_bytes, .kernels).
 //
 // Same rules as every binding file (common.h): inputs are used in place, never converted: a
@@ -9,6 +10,7 @@
 // call at a time (a mutex; the GIL is released while it runs).
 #include <pybind11/stl.h>
 
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -96,11 +98,32 @@ class RuntimeModel {
   int64_t prepared_bytes() const { return mte_model_prepared_bytes(m()); }
   const std::string &path() const { return path_; }
 
-  py::list run(py::sequence arrays) {
+  py::list run(py::sequence arrays) { return run_impl(arrays, "run", nullptr); }
+
+  // run once with the per-node clock on (mte_model_set_profiling): the outputs and, per node
+  // in execution order, (name, op, start seconds since the run began, duration seconds)
+  py::tuple run_profiled(py::sequence arrays) {
+    std::vector<NodeTime> times;
+    py::list outputs = run_impl(arrays, "run_profiled", &times);
+    py::list rows;
+    for (const NodeTime &t : times) rows.append(py::make_tuple(t.name, t.op, t.start, t.seconds));
+    return py::make_tuple(outputs, rows);
+  }
+
+ private:
+  struct NodeTime {
+    std::string name, op;
+    double start, seconds;
+  };
+
+  // check the inputs, allocate the outputs, run; with `times`, profiled (under the same lock,
+  // so a concurrent plain run never sees the clock on)
+  py::list run_impl(py::sequence arrays, const char *method, std::vector<NodeTime> *times) {
+    const std::string where = std::string("RuntimeModel.") + method;
     const int n = mte_model_num_inputs(m());
     if (static_cast<int>(py::len(arrays)) != n)
-      throw py::value_error("RuntimeModel.run: the model takes " + std::to_string(n) +
-                            " inputs (" + names() + "), got " + std::to_string(py::len(arrays)));
+      throw py::value_error(where + ": the model takes " + std::to_string(n) + " inputs (" +
+                            names() + "), got " + std::to_string(py::len(arrays)));
     std::vector<py::array> ins;
     std::vector<const void *> in_ptrs(n + 1);
     for (int i = 0; i < n; ++i) {
@@ -119,11 +142,27 @@ class RuntimeModel {
     char err[2048] = "";
     int st = without_gil([&] {
       std::lock_guard<std::mutex> lock(mutex_);
-      return mte_model_run(m(), in_ptrs.data(), out_ptrs.data(), err, sizeof err);
+      if (times) {
+        int on = mte_model_set_profiling(m(), 1);
+        if (on != MTE_OK) {
+          snprintf(err, sizeof err, "cannot turn the per-node clock on");
+          return on;
+        }
+      }
+      int status = mte_model_run(m(), in_ptrs.data(), out_ptrs.data(), err, sizeof err);
+      if (times) {
+        for (int k = 0; status == MTE_OK && k < mte_model_num_nodes(m()); ++k) {
+          double start = 0, seconds = 0;
+          mte_model_node_last(m(), k, &start, &seconds);
+          times->push_back({mte_model_node_name(m(), k), mte_model_node_op(m(), k), start,
+                            seconds});
+        }
+        mte_model_set_profiling(m(), 0);
+      }
+      return status;
     });
     if (st != MTE_OK)
-      throw std::runtime_error(std::string("RuntimeModel.run: ") + mte_runtime_status_string(st) +
-                               ": " + err);
+      throw std::runtime_error(where + ": " + mte_runtime_status_string(st) + ": " + err);
     return result;
   }
 
@@ -190,6 +229,9 @@ void mte_bind_runtime(py::module_ &m) {
       .def("run", &RuntimeModel::run, py::arg("inputs"),
            "Run on a list of arrays (the graph's inputs, in order: exact dtype and shape, "
            "C-contiguous); returns the list of output arrays.")
+      .def("run_profiled", &RuntimeModel::run_profiled, py::arg("inputs"),
+           "Run once with the runtime's per-node clock on: (outputs, [(node name, op, "
+           "start seconds since the run began, duration seconds)] in execution order).")
       .def_property_readonly("inputs", &RuntimeModel::inputs,
                              "[(name, shape tuple, dtype name)] of the graph's inputs")
       .def_property_readonly("outputs", &RuntimeModel::outputs,

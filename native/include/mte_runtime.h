@@ -134,9 +134,26 @@ MTE_API const char *mte_model_node_name(const mte_model *model, int node);
 MTE_API const char *mte_model_node_op(const mte_model *model, int node);
 MTE_API const char *mte_model_node_kernel(const mte_model *model, int node);
 
-/* Per-node timing: with profiling on, every run adds each node's wall time (monotonic
- * clock) to its total; mte_model_node_seconds reads it, mte_model_profile(m, 1) also
- * resets the totals. Off (the default) costs one branch per node. */
+/* A node's inputs and outputs as value indices (-1: a left-out optional input, or j out of
+ * range; counts are -1 for a bad node), and any value's dtype and shape (for listings). */
+MTE_API int mte_model_node_num_inputs(const mte_model *model, int node);
+MTE_API int mte_model_node_input(const mte_model *model, int node, int j);
+MTE_API int mte_model_node_num_outputs(const mte_model *model, int node);
+MTE_API int mte_model_node_output(const mte_model *model, int node, int j);
+MTE_API int mte_model_value_ndim(const mte_model *model, int value);
+MTE_API const int64_t *mte_model_value_shape(const mte_model *model, int value);
+MTE_API mte_dtype mte_model_value_dtype(const mte_model *model, int value);
+
+/* Per-node timing, opt in. mte_model_set_profiling(m, 1) turns a monotonic clock on around
+ * every node (0 turns it off; off, the default, costs one branch per node). While it is on,
+ * each mte_model_run records node k's start (seconds since that run began) and duration:
+ * mte_model_node_last reads them for the last run (MTE_OK, or < 0: a bad k, a NULL
+ * argument, profiling off (MTE_EINVAL) or no run since it was turned on (MTE_EINVAL)).
+ * Every run also adds each node's time to its total, read by mte_model_node_seconds (0 before
+ * profiling was first turned on); mte_model_profile(m, on) is set_profiling that also resets the totals. */
+MTE_API int mte_model_set_profiling(mte_model *model, int on);
+MTE_API int mte_model_node_last(const mte_model *model, int node, double *start_seconds,
+                                double *seconds);
 MTE_API int mte_model_profile(mte_model *model, int on);
 MTE_API double mte_model_node_seconds(const mte_model *model, int node);
 

@@ -198,7 +198,7 @@ void rt_exec_release(mte_model *m) {
   free(m->arena);
   free(m->ptr);
   free(m->node_seconds);
-  m->node_seconds = NULL;
+  m->node_seconds = m->node_start = m->node_last = NULL; /* one block (set_profiling) */
   m->steps = NULL;
   m->arena = NULL;
   m->ptr = NULL;
@@ -259,6 +259,8 @@ int mte_model_run(mte_model *m, const void *const *inputs, void *const *outputs,
     if (!outputs[i] && m->values[m->outputs[i]].nbytes)
       return rt_fail(&e, MTE_EINVAL, "output %d (\"%.200s\") is NULL", i,
                      m->values[m->outputs[i]].name);
+  double run_start = m->profiling ? now_seconds() : 0.0;
+  if (m->profiling) m->profiled_runs++;
   for (int32_t k = 0; k < m->num_nodes; ++k) {
     const rt_step *s = &m->steps[k];
     const rt_node *n = s->node;
@@ -266,9 +268,17 @@ int mte_model_run(mte_model *m, const void *const *inputs, void *const *outputs,
       const rt_value *v = &m->values[n->outputs[j]];
       if (v->kind == RT_VALUE_VIEW_OUTSIDE) m->ptr[n->outputs[j]] = m->ptr[v->view_of];
     }
-    double start = m->profiling ? now_seconds() : 0.0;
-    int st = s->run(s, m->ptr);
-    if (m->profiling) m->node_seconds[k] += now_seconds() - start;
+    int st;
+    if (m->profiling) { /* the one branch per node that profiling costs when it is off */
+      double t0 = now_seconds();
+      st = s->run(s, m->ptr);
+      double t1 = now_seconds();
+      m->node_start[k] = t0 - run_start;
+      m->node_last[k] = t1 - t0;
+      m->node_seconds[k] += t1 - t0;
+    } else {
+      st = s->run(s, m->ptr);
+    }
     if (st != MTE_OK)
       return rt_fail(&e, st, "node \"%.200s\" (%s, %s): the kernel failed: %s", n->name,
                      n->op->name, s->kernel ? s->kernel : "?", mte_runtime_status_string(st));
@@ -280,13 +290,34 @@ int mte_model_run(mte_model *m, const void *const *inputs, void *const *outputs,
   return MTE_OK;
 }
 
-int mte_model_profile(mte_model *m, int on) {
+/* The three per-node arrays as one block, allocated when profiling is first turned on. */
+int mte_model_set_profiling(mte_model *m, int on) {
   if (!m) return MTE_EINVAL;
-  if (on && !m->node_seconds &&
-      !(m->node_seconds = calloc((size_t)(m->num_nodes ? m->num_nodes : 1), sizeof(double))))
-    return MTE_ENOMEM;
-  if (on) memset(m->node_seconds, 0, (size_t)m->num_nodes * sizeof(double));
+  if (on && !m->node_seconds) {
+    size_t n = (size_t)(m->num_nodes ? m->num_nodes : 1);
+    double *block = calloc(3 * n, sizeof(double));
+    if (!block) return MTE_ENOMEM;
+    m->node_seconds = block;
+    m->node_start = block + n;
+    m->node_last = block + 2 * n;
+  }
+  if (on && !m->profiling) m->profiled_runs = 0;
   m->profiling = on != 0;
+  return MTE_OK;
+}
+
+int mte_model_profile(mte_model *m, int on) {
+  int st = mte_model_set_profiling(m, on);
+  if (st == MTE_OK && on) memset(m->node_seconds, 0, (size_t)m->num_nodes * sizeof(double));
+  return st;
+}
+
+int mte_model_node_last(const mte_model *m, int k, double *start_seconds, double *seconds) {
+  if (!m || !start_seconds || !seconds || k < 0 || k >= m->num_nodes || !m->profiling ||
+      !m->profiled_runs)
+    return MTE_EINVAL;
+  *start_seconds = m->node_start[k];
+  *seconds = m->node_last[k];
   return MTE_OK;
 }
 
@@ -312,4 +343,24 @@ const char *mte_model_node_op(const mte_model *m, int k) {
 
 const char *mte_model_node_kernel(const mte_model *m, int k) {
   return node_at(m, k) && m->steps ? m->steps[k].kernel : NULL;
+}
+
+int mte_model_node_num_inputs(const mte_model *m, int k) {
+  const rt_node *n = node_at(m, k);
+  return n ? n->num_inputs : -1;
+}
+
+int mte_model_node_input(const mte_model *m, int k, int j) {
+  const rt_node *n = node_at(m, k);
+  return n && j >= 0 && j < n->num_inputs ? n->inputs[j] : -1;
+}
+
+int mte_model_node_num_outputs(const mte_model *m, int k) {
+  const rt_node *n = node_at(m, k);
+  return n ? n->num_outputs : -1;
+}
+
+int mte_model_node_output(const mte_model *m, int k, int j) {
+  const rt_node *n = node_at(m, k);
+  return n && j >= 0 && j < n->num_outputs ? n->outputs[j] : -1;
 }

@@ -168,6 +168,18 @@ const char *mte_model_value_name(const mte_model *m, int i) {
   return m && i >= 0 && i < m->num_values ? m->values[i].name : NULL;
 }
 
+int mte_model_value_ndim(const mte_model *m, int i) {
+  return m && i >= 0 && i < m->num_values ? m->values[i].ndim : -1;
+}
+
+const int64_t *mte_model_value_shape(const mte_model *m, int i) {
+  return m && i >= 0 && i < m->num_values ? m->values[i].shape : NULL;
+}
+
+mte_dtype mte_model_value_dtype(const mte_model *m, int i) {
+  return m && i >= 0 && i < m->num_values ? m->values[i].dtype : MTE_DTYPE_INVALID;
+}
+
 int64_t mte_model_value_offset(const mte_model *m, int i) {
   return m && i >= 0 && i < m->num_values ? m->values[i].offset : -1;
 }

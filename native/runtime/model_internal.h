@@ -161,7 +161,10 @@ struct mte_model {
   void **ptr;            /* value -> its memory (inputs filled in per run) */
   int64_t prepared_bytes;
   int profiling;
-  double *node_seconds; /* per node, while profiling */
+  int profiled_runs;      /* runs since profiling was turned on */
+  double *node_seconds;   /* per node: the total over runs while profiling */
+  double *node_start;     /* per node, the last run: start since the run began */
+  double *node_last;      /* per node, the last run: duration */
 };
 
 /* The loader's stages, in order; each fills its part of the model or fails with a message. */

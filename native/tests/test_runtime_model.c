@@ -7,11 +7,15 @@
  * (bad JSON, truncation, offsets, gaps, overlaps, dtypes, shapes, references, cycles,
  * duplicates, unknown ops, attribute types, nesting, huge sizes) and each required to fail
  * with MTE_EFORMAT and a message naming the rule; then a mutation fuzzer over the file bytes
- * and over the graph document. Under `make asan` any overread, leak or UB fails the run.
+ * and over the graph document; and the per-node clock (mte_model_set_profiling,
+ * mte_model_node_last). Under `make asan` any overread, leak or UB fails the run.
  */
+#define _POSIX_C_SOURCE 200809L
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "model_internal.h"
 #include "mte_runtime.h"
@@ -528,9 +532,72 @@ static void test_fuzz(void) {
   printf("fuzz: %d mutated files, %d of them still valid\n", 3 * iters, loaded);
 }
 
+/* ---------------------------------------------------------------- per-node times */
+
+/* mte_model_set_profiling / node_last: refused while off and before a run; after a run
+ * every node has a start and a duration, in order and not overlapping, inside the run's
+ * wall time; outputs are the same with the clock on and off; totals add up over runs. */
+static void test_profiling(void) {
+  file f = valid_file();
+  mte_model *m = NULL;
+  char err[512];
+  if (mte_model_load_memory(f.bytes, f.size, &m, err, sizeof err) != MTE_OK) {
+    CHECK(0, "load: %s", err);
+    free(f.bytes);
+    return;
+  }
+  float x[4] = {1.0f, -2.0f, 0.5f, 3.0f}, y_off[4], y_on[4];
+  const void *in[1] = {x};
+  void *out_off[1] = {y_off}, *out_on[1] = {y_on};
+  double start, dur;
+  int n = mte_model_num_nodes(m);
+  CHECK(mte_model_node_last(m, 0, &start, &dur) == MTE_EINVAL, "off: refused");
+  CHECK(mte_model_run(m, in, out_off, err, sizeof err) == MTE_OK, "run off: %s", err);
+  CHECK(mte_model_node_last(m, 0, &start, &dur) == MTE_EINVAL, "still off after a run");
+  CHECK(mte_model_set_profiling(NULL, 1) == MTE_EINVAL, "NULL model");
+  CHECK(mte_model_set_profiling(m, 1) == MTE_OK, "on");
+  CHECK(mte_model_node_last(m, 0, &start, &dur) == MTE_EINVAL, "no run yet: refused");
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  CHECK(mte_model_run(m, in, out_on, err, sizeof err) == MTE_OK, "run on: %s", err);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double wall = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+  CHECK(!memcmp(y_off, y_on, sizeof y_on), "profiling changes no result");
+  double end_prev = 0.0, sum = 0.0;
+  for (int k = 0; k < n; ++k) {
+    int st = mte_model_node_last(m, k, &start, &dur);
+    CHECK(st == MTE_OK && dur >= 0.0 && start >= end_prev && start + dur <= wall,
+          "node %d: st %d start %g dur %g (previous end %g, wall %g)", k, st, start, dur,
+          end_prev, wall);
+    end_prev = start + dur;
+    sum += dur;
+    CHECK(mte_model_node_seconds(m, k) == dur, "node %d: total after one run = its time", k);
+  }
+  CHECK(sum <= wall, "nodes sum %g <= wall %g", sum, wall);
+  CHECK(mte_model_node_last(m, -1, &start, &dur) < 0 && mte_model_node_last(m, n, &start, &dur) < 0 &&
+            mte_model_node_last(m, 0, NULL, &dur) < 0 && mte_model_node_last(NULL, 0, &start, &dur) < 0,
+        "bad node index or NULL: refused");
+  CHECK(!strcmp(mte_model_node_name(m, 0), "fc/Gemm") && !strcmp(mte_model_node_op(m, 0), "Gemm") &&
+            mte_model_node_name(m, n) == NULL && mte_model_node_op(m, -1) == NULL, "names, ops");
+  double last0;
+  mte_model_node_last(m, 0, &start, &last0);
+  double total_before = mte_model_node_seconds(m, 0);
+  CHECK(mte_model_run(m, in, out_on, err, sizeof err) == MTE_OK, "second run: %s", err);
+  mte_model_node_last(m, 0, &start, &dur);
+  CHECK(mte_model_node_seconds(m, 0) == total_before + dur, "totals add each run's time");
+  CHECK(mte_model_profile(m, 1) == MTE_OK && mte_model_node_seconds(m, 0) == 0.0, "reset");
+  CHECK(mte_model_set_profiling(m, 0) == MTE_OK &&
+            mte_model_node_last(m, 0, &start, &dur) == MTE_EINVAL, "off again: refused");
+  CHECK(mte_model_run(m, in, out_on, err, sizeof err) == MTE_OK &&
+            !memcmp(y_off, y_on, sizeof y_on), "run after turning it off");
+  mte_model_free(m);
+  free(f.bytes);
+}
+
 int main(int argc, char **argv) {
   quick = argc > 1 && !strcmp(argv[1], "--quick");
   test_valid();
+  test_profiling();
   test_alignment();
   test_container();
   test_graph();

@@ -1,10 +1,11 @@
 /*
  * mte_run.c - mte-run, the command-line front end of the C runtime: load a .mte model, feed
  * it .npy inputs (checked against the model's dtypes and shapes), run it, write its outputs
- * as .npy files, and optionally time it (--bench) or describe it (--info).
+ * as .npy files, and optionally time it (--bench), time each node (--profile, profile.c:
+ * torch.profiler's table, a Chrome trace with --profile-json) or describe it (--info).
  *
  *   mte-run model.mte --input x.npy [--input name=y.npy ...] --output out.npy [...]
- *           [--threads N] [--bench R] [--warmup W] [--info]
+ *           [--threads N] [--bench R] [--warmup W] [--info] [--profile] [--profile-json P]
  *
  * Exit status: 0 ok, 2 usage error, 1 model or input error. Every message on stderr starts
  * with "mte-run: ". Outputs are written only after a successful run, each atomically.
@@ -22,12 +23,14 @@
 
 #include "mte_runtime.h"
 #include "npy.h"
+#include "profile.h"
 
 enum { EXIT_USAGE = 2, EXIT_ERROR = 1 };
 
 static const char USAGE[] =
     "usage: mte-run MODEL.mte [--input [NAME=]X.npy ...] [--output [NAME=]Y.npy ...]\n"
     "               [--threads N] [--bench R] [--warmup W] [--info]\n"
+    "               [--profile] [--profile-json TRACE.json]\n"
     "\n"
     "  --input [NAME=]PATH   an input, in the graph's order (or bound to input NAME)\n"
     "  --output [NAME=]PATH  where to write an output (.npy), in the graph's order (or NAME's)\n"
@@ -35,14 +38,23 @@ static const char USAGE[] =
     "  --bench R             time R runs after the warmup and print the latency in ms\n"
     "  --warmup W            untimed runs before --bench's (default 3)\n"
     "  --info                print the model's inputs, outputs, memory and kernels\n"
+    "  --profile             time every node over R runs (--bench R, default 20) after the\n"
+    "                        warmup and print torch.profiler's table: one row per op, sorted\n"
+    "                        by self time, then the total, the wall time per run and the\n"
+    "                        coverage (time inside nodes / wall time)\n"
+    "  --profile-json PATH   (implies --profile) write the last profiled run as a Chrome\n"
+    "                        trace (chrome://tracing, Perfetto): one event per node\n"
     "exit status: 0 ok, 1 model or input error, 2 usage error\n";
 
 typedef struct options {
   const char *model;
   const char **inputs, **outputs; /* as given: "path" or "name=path" */
   int num_inputs, num_outputs;
-  int threads, bench, warmup, info;
+  int threads, bench, warmup, info, profile;
+  const char *profile_json;
 } options;
+
+enum { PROFILE_RUNS = 20 }; /* --profile's runs without --bench */
 
 static void say(const char *fmt, ...) {
   va_list ap;
@@ -70,9 +82,14 @@ static int parse_count(const char *opt, const char *text, int min, int *out) {
 static int parse_option(options *o, int argc, char **argv, int *k) {
   const char *a = argv[*k];
   int wants_value = !strcmp(a, "--input") || !strcmp(a, "--output") ||
-                    !strcmp(a, "--threads") || !strcmp(a, "--bench") || !strcmp(a, "--warmup");
+                    !strcmp(a, "--threads") || !strcmp(a, "--bench") || !strcmp(a, "--warmup") ||
+                    !strcmp(a, "--profile-json");
   if (!strcmp(a, "--info")) {
     o->info = 1;
+    return 0;
+  }
+  if (!strcmp(a, "--profile")) {
+    o->profile = 1;
     return 0;
   }
   if (!wants_value) {
@@ -84,6 +101,15 @@ static int parse_option(options *o, int argc, char **argv, int *k) {
     return -1;
   }
   const char *v = argv[++*k];
+  if (!strcmp(a, "--profile-json")) {
+    if (!*v || !strncmp(v, "--", 2)) {
+      say("--profile-json needs a file path, got '%s'", v);
+      return -1;
+    }
+    o->profile_json = v;
+    o->profile = 1;
+    return 0;
+  }
   if (!strcmp(a, "--input")) o->inputs[o->num_inputs++] = v;
   else if (!strcmp(a, "--output")) o->outputs[o->num_outputs++] = v;
   else if (!strcmp(a, "--threads")) return parse_count(a, v, 1, &o->threads);
@@ -107,8 +133,8 @@ static int parse_args(options *o, int argc, char **argv) {
     say("no model file given");
     return -1;
   }
-  if (!o->info && !o->bench && o->num_outputs == 0) {
-    say("nothing to do: give --output (one per model output), --bench R or --info");
+  if (!o->info && !o->bench && !o->profile && o->num_outputs == 0) {
+    say("nothing to do: give --output (one per model output), --bench R, --profile or --info");
     return -1;
   }
   return 0;
@@ -299,6 +325,25 @@ static int bench(mte_model *m, const void *const *in, void *const *out, int runs
   return 0;
 }
 
+/* --profile: the table on stdout, the trace file if asked for */
+static int profile(mte_model *m, const void *const *in, void *const *out, const options *o) {
+  profile_result r;
+  char err[1024];
+  int runs = o->bench ? o->bench : PROFILE_RUNS;
+  int st = profile_collect(m, in, out, runs, o->warmup, &r, err, sizeof err);
+  if (st != MTE_OK) {
+    say("run failed: %s: %s", mte_runtime_status_string(st), err);
+  } else {
+    printf("profile: %d runs after %d warmup, %d nodes\n", r.runs, o->warmup, r.num_nodes);
+    profile_print_table(stdout, m, &r);
+    if (o->profile_json &&
+        (st = profile_write_trace(o->profile_json, m, &r, err, sizeof err)) != MTE_OK)
+      say("--profile-json %s: %s", o->profile_json, err);
+  }
+  profile_free(&r);
+  return st == MTE_OK ? 0 : -1;
+}
+
 static int write_outputs(const mte_model *m, const char **paths, void *const *out) {
   char err[512];
   for (int i = 0; i < mte_model_num_outputs(m); ++i) {
@@ -362,8 +407,10 @@ static int run_model(const options *o, session *s) {
     return -1;
   if (read_inputs(m, s->in_paths, s->inputs)) return -1;
   for (int i = 0; i < mte_model_num_inputs(m); ++i) s->in[i] = s->inputs[i].data;
-  if (o->bench ? bench(m, s->in, s->out, o->bench, o->warmup) : run_once(m, s->in, s->out))
-    return -1;
+  int failed = o->profile  ? profile(m, s->in, s->out, o)
+               : o->bench ? bench(m, s->in, s->out, o->bench, o->warmup)
+                          : run_once(m, s->in, s->out);
+  if (failed) return -1;
   return o->num_outputs ? write_outputs(m, s->out_paths, s->out) : 0;
 }
 
@@ -392,7 +439,7 @@ int main(int argc, char **argv) {
     rc = EXIT_ERROR;
   } else {
     if (o.info) print_info(s.model, o.model);
-    if ((o.num_inputs || o.num_outputs || o.bench || !o.info) && run_model(&o, &s))
+    if ((o.num_inputs || o.num_outputs || o.bench || o.profile || !o.info) && run_model(&o, &s))
       rc = EXIT_ERROR;
     free_session(&s);
   }

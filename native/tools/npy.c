@@ -353,11 +353,41 @@ static size_t format_header(char *buf, size_t cap, mte_dtype dtype, int ndim,
   return len;
 }
 
-static int write_stream(FILE *f, const char *header, size_t hlen, const void *data, size_t n) {
+static int write_stream(FILE *f, const void *header, size_t hlen, const void *data, size_t n) {
   if (fwrite(header, 1, hlen, f) != hlen) return -1;
   if (n && fwrite(data, 1, n, f) != n) return -1;
   if (fflush(f) != 0) return -1;
   return fsync(fileno(f));
+}
+
+int npy_write_atomic(const char *path, const void *head, size_t hlen, const void *data,
+                     size_t n, char *err, size_t errlen) {
+  size_t plen = strlen(path);
+  char *tmp = malloc(plen + 16);
+  if (!tmp) return fail(err, errlen, MTE_ENOMEM, "out of memory");
+  memcpy(tmp, path, plen);
+  memcpy(tmp + plen, ".tmp.XXXXXX", 12);
+  int fd = mkstemp(tmp);
+  int st = MTE_OK;
+  if (fd < 0) {
+    st = fail(err, errlen, MTE_EIO, "cannot create a temporary file next to it: %s",
+              strerror(errno));
+    free(tmp);
+    return st;
+  }
+  mode_t mask = umask(0);
+  umask(mask);
+  FILE *f = fdopen(fd, "wb");
+  int bad_write = !f || fchmod(fd, 0666 & ~mask) != 0 || write_stream(f, head, hlen, data, n) != 0;
+  int saved = errno;
+  if (f ? fclose(f) != 0 : close(fd) != 0) bad_write = 1;
+  if (!bad_write && rename(tmp, path) != 0) bad_write = 1, saved = errno;
+  if (bad_write) {
+    unlink(tmp);
+    st = fail(err, errlen, MTE_EIO, "cannot write: %s", strerror(saved));
+  }
+  free(tmp);
+  return st;
 }
 
 int npy_write_file(const char *path, mte_dtype dtype, int ndim, const int64_t *shape,
@@ -373,30 +403,5 @@ int npy_write_file(const char *path, mte_dtype dtype, int ndim, const int64_t *s
   if (st) return st;
   char header[NPY_MAX_NDIM * 24 + 256];
   size_t hlen = format_header(header, sizeof header, dtype, ndim, shape);
-  size_t plen = strlen(path);
-  char *tmp = malloc(plen + 16);
-  if (!tmp) return fail(err, errlen, MTE_ENOMEM, "out of memory");
-  memcpy(tmp, path, plen);
-  memcpy(tmp + plen, ".tmp.XXXXXX", 12);
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    st = fail(err, errlen, MTE_EIO, "cannot create a temporary file next to it: %s",
-              strerror(errno));
-    free(tmp);
-    return st;
-  }
-  mode_t mask = umask(0);
-  umask(mask);
-  FILE *f = fdopen(fd, "wb");
-  int bad_write = !f || fchmod(fd, 0666 & ~mask) != 0 ||
-                  write_stream(f, header, hlen, data, (size_t)h.nbytes) != 0;
-  int saved = errno;
-  if (f ? fclose(f) != 0 : close(fd) != 0) bad_write = 1;
-  if (!bad_write && rename(tmp, path) != 0) bad_write = 1, saved = errno;
-  if (bad_write) {
-    unlink(tmp);
-    st = fail(err, errlen, MTE_EIO, "cannot write: %s", strerror(saved));
-  }
-  free(tmp);
-  return st;
+  return npy_write_atomic(path, header, hlen, data, (size_t)h.nbytes, err, errlen);
 }

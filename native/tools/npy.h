@@ -55,6 +55,11 @@ int npy_parse_header(const unsigned char *buf, size_t len, npy_header *h, char *
 int npy_read_file(const char *path, npy_array *out, char *err, size_t errlen);
 void npy_array_free(npy_array *a);
 
+/* Write `head` then `data` into a temporary file next to `path` (fsync'd), renamed over it:
+ * readers see the old file or the whole new one, never a part (used for .npy and traces). */
+int npy_write_atomic(const char *path, const void *head, size_t hlen, const void *data,
+                     size_t n, char *err, size_t errlen);
+
 /* Write `data` (C order, nbytes = numel * item size) as a version 1.0 .npy file, atomically. */
 int npy_write_file(const char *path, mte_dtype dtype, int ndim, const int64_t *shape,
                    const void *data, char *err, size_t errlen);
