@@ -2,6 +2,8 @@
 profiler's result type (table and Chrome trace)."""
 import json
 
+import os
+
 import numpy as np
 import pytest
 
@@ -69,6 +71,8 @@ def native_executor(g):
     try:
         ex = graph.Executor(g, engine="c", backend="native")
     except (ValueError, ImportError) as e:
+        if os.environ.get("MTE_REQUIRE_NATIVE") == "1":    # CI: the C engine must be there
+            raise
         pytest.skip(f"no C engine here: {e}")
     return ex
 
@@ -85,9 +89,6 @@ def test_c_engine_report_converted(tmp_path):
 
 
 def test_c_engine_profile(tmp_path):
-    from minitorch_edge import _C
-    if not hasattr(_C.RuntimeModel, "run_profiled"):
-        pytest.skip("needs RuntimeModel.run_profiled (helper T)")
     g, x = small_graph()
     ex = native_executor(g)
     want = ex(x)
