@@ -381,10 +381,10 @@ class _Targets:
         return False
 
 
-def _needed_nodes(root_edges, targets):
-    """The nodes from which some target can be reached (only those need to run)."""
-    target_keys = {_key(e) for e in targets}
-    nodes, stack, seen = [], [e[0] for e in root_edges if e[1] is not None], set()
+def reachable_nodes(roots):
+    """Every Node reachable from the Nodes `roots` through their inputs' edges, in increasing
+    sequence order (inputs before the ops that used them)."""
+    nodes, stack, seen = [], list(roots), set()
     while stack:
         node = stack.pop()
         if id(node) in seen:
@@ -392,8 +392,14 @@ def _needed_nodes(root_edges, targets):
         seen.add(id(node))
         nodes.append(node)
         stack.extend(e[0] for e in node._next if e is not None and e[1] is not None)
+    return sorted(nodes, key=lambda n: n._seq)
+
+
+def _needed_nodes(root_edges, targets):
+    """The nodes from which some target can be reached (only those need to run)."""
+    target_keys = {_key(e) for e in targets}
     needed = set()
-    for node in sorted(nodes, key=lambda n: n._seq):  # inputs before the ops that used them
+    for node in reachable_nodes(e[0] for e in root_edges if e[1] is not None):
         for e in node._next:
             if e is not None and (_key(e) in target_keys or
                                   (e[1] is not None and id(e[0]) in needed)):

@@ -23,6 +23,7 @@ import io
 import numpy as np
 
 from ..autograd import function as _function
+from ..autograd.engine import reachable_nodes
 from ..tensor import Tensor
 from . import _table
 from ._profile import _root, profile, record_function
@@ -67,19 +68,6 @@ def _saved_arrays(node):
                 yield from _arrays([value])
             elif isinstance(value, (tuple, list)):
                 yield from _arrays(value)
-
-
-def _graph_nodes(root):
-    """Every node reachable from `root` (a Node), in increasing sequence order."""
-    nodes, stack, seen = [], [root], set()
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        nodes.append(node)
-        stack.extend(e[0] for e in node._next if e is not None and e[1] is not None)
-    return sorted(nodes, key=lambda n: n._seq)
 
 
 class MemorySummary:
@@ -190,7 +178,7 @@ def _activations(loss, intervals, param_roots):
                          "parameters that require grad, and is grad mode on?)")
     out = {label: 0 for _, _, label in sorted(intervals)}
     seen = set(param_roots)
-    for node in _graph_nodes(loss._fn):
+    for node in reachable_nodes([loss._fn]):
         label = OUTSIDE
         best = -1
         for start, end, name in intervals:     # the innermost interval holding the node
