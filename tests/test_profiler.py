@@ -318,3 +318,19 @@ def test_with_stack_keeps_the_callers_frame():
         mte.randn(3) * 2.0
     mul = next(e for e in prof.events() if e.name == "Mul")
     assert any("test_profiler.py" in frame for frame in mul.args["Call stack"])
+
+
+def test_legacy_autograd_profiler_spellings():
+    """torch.autograd.profiler.profile / record_function, as older scripts write them;
+    enabled=False records nothing."""
+    x = mte.randn(8, 16, requires_grad=True)
+    w = mte.randn(16, 4)
+    with mte.autograd.profiler.profile(record_shapes=True, use_cuda=False) as prof:
+        with mte.autograd.profiler.record_function("step"):
+            (x @ w).sum().backward()
+    rows = {r.key: r for r in prof.key_averages()}
+    assert rows["step"].count == 1 and rows["MmBackward0"].count == 1
+    assert rows["step"].cpu_time_total >= rows["MmBackward0"].cpu_time_total
+    with mte.autograd.profiler.profile(enabled=False) as off:
+        (x @ w).sum()
+    assert len(off.key_averages()) == 0
