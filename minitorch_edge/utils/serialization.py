@@ -84,15 +84,17 @@ __all__ = ["save", "load", "ModelFormatError"]
 
 # ================================================ save ===========================================
 
-def save(obj, f):
+def save(obj, f, metadata=None):
     """Write `obj` to `f` (a path, written atomically, or a binary file object).
 
     As ``torch.save`` but in a safetensors-compatible file, without pickle (see the module
     docstring for what `obj` may hold). Raises TypeError, naming the place, for anything else;
-    an nn.Module is refused with the fix (save its ``state_dict()``)."""
+    an nn.Module is refused with the fix (save its ``state_dict()``). `metadata` (str -> str)
+    goes into the header's ``__metadata__`` beside our own entries (Hugging Face readers want
+    ``{"format": "pt"}`` there)."""
     _refuse_modules(obj, "obj", 0)
     skeleton, arrays = flatten(obj)
-    header = _header(skeleton, arrays)
+    header = _header(skeleton, arrays, _extra_metadata(metadata))
     if isinstance(f, (str, bytes, os.PathLike)):
         _atomic_write(os.fsdecode(f), header, arrays)
     elif hasattr(f, "write"):
@@ -121,14 +123,29 @@ def _refuse_modules(obj, where, depth):
                 _refuse_modules(value, f"{where}[{i}]", depth + 1)
 
 
-def _header(skeleton, arrays):
+def _extra_metadata(metadata):
+    """`metadata` checked: a dict of str -> str that leaves our own keys alone."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
+        raise TypeError(f"save: metadata must be a dict of str -> str (safetensors' "
+                        f"__metadata__), got {metadata!r}")
+    ours = sorted(k for k in metadata if k.startswith("minitorch_edge."))
+    if ours:
+        raise ValueError(f"save: metadata keys {ours} are reserved for the format itself; "
+                         f"use another prefix")
+    return dict(metadata)
+
+
+def _header(skeleton, arrays, extra_metadata=None):
     """The header bytes, padded to a multiple of 8. Orders `arrays` as they will be written and
     replaces each array by its bytes as stored (C order, little-endian), whose sha256 digests go
     into ``__metadata__[_DIGEST_KEY]``."""
     arrays.sort(key=lambda e: (-code_itemsize(e[1]), e[0]))
     arrays[:] = [(name, code, _stored(array)) for name, code, array in arrays]
     digests = {name: digest(array) for name, _, array in arrays}
-    header = {"__metadata__": {_VERSION_KEY: _VERSION,
+    header = {"__metadata__": {**(extra_metadata or {}), _VERSION_KEY: _VERSION,
                                _STRUCTURE_KEY: json.dumps(skeleton, separators=(",", ":")),
                                _DIGEST_KEY: json.dumps(digests, ensure_ascii=False,
                                                        separators=(",", ":"))}}
