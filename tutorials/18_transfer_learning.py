@@ -59,14 +59,15 @@ GOOD, BAD, NEUTRAL = np.arange(3, 8), np.arange(8, 13), np.arange(13, 40)
 
 
 def sentences(n, mixed):
-    """n sentences (ids, attention_mask, label): [CLS] + 6-11 words. label 1 = more good words
-    than bad ones; `mixed` sentences hold both kinds (the fine-tuning task), else one kind."""
+    """n sentences (ids, attention_mask, label): [CLS] + 8-11 words. label 1 = more good words
+    than bad ones; `mixed` sentences hold 2-4 of the majority kind and fewer of the other (the
+    fine-tuning task), else 4-6 words of one kind (the pretraining corpus)."""
     ids = np.full((n, MAX_LEN), PAD, dtype=np.int64)
     labels = rng.integers(0, 2, n)
     for i, label in enumerate(labels):
-        length = int(rng.integers(6, MAX_LEN))
+        length = int(rng.integers(8, MAX_LEN))
         words = rng.choice(NEUTRAL, length)
-        major = rng.integers(2, 5)
+        major = rng.integers(2, 5) if mixed else rng.integers(4, 7)
         minor = rng.integers(0, major) if mixed else 0
         slots = rng.permutation(length)[:major + minor]
         words[slots[:major]] = rng.choice(GOOD if label else BAD, major)
