@@ -202,3 +202,16 @@ def test_backbone_and_head_checkpoints_cross_load(hf_folders):
     backbone, info = hub.from_pretrained(hf_folders["BertForSequenceClassification"][1],
                                          architecture="BertModel", output_loading_info=True)
     assert info.unused_keys == ["classifier.bias", "classifier.weight"]
+
+
+def test_half_precision_folder_loads_as_float32_or_as_saved(hf_folders, tmp_path):
+    theirs, _ = hf_folders["ViTForImageClassification"]
+    half = getattr(transformers, "ViTForImageClassification")(theirs.config).eval()
+    half.load_state_dict(theirs.state_dict())
+    half.half().save_pretrained(tmp_path)
+    ours = hub.from_pretrained(tmp_path)
+    assert ours.classifier.weight.dtype == mte.float32
+    expected = theirs.state_dict()["classifier.weight"].half().float().numpy()
+    np.testing.assert_array_equal(ours.classifier.weight.detach().numpy(), expected)
+    kept = hub.from_pretrained(tmp_path, dtype="auto")
+    assert kept.classifier.weight.dtype == mte.float16
