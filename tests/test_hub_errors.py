@@ -195,3 +195,17 @@ def test_param_groups_give_each_prefix_its_learning_rate():
         hub.param_groups(model, {"head": 1e-3})
     with pytest.raises(ValueError, match="match no prefix"):
         hub.param_groups(model, {"bert": 1e-4})
+
+
+def test_keys_the_checkpoint_lacks_get_the_hugging_face_initialisation(folder):
+    state = dict(load(folder / "model.safetensors"))
+    for key in ("classifier.weight", "classifier.bias", "bert.pooler.dense.bias"):
+        del state[key]
+    save(state, folder / "model.safetensors", metadata={"format": "pt"})
+    model = hub.from_pretrained(folder, strict=False)
+    weight = model.classifier.weight.detach().numpy()
+    assert 0.005 < weight.std() < 0.04                    # N(0, 0.02), not Linear's default
+    assert not model.classifier.bias.detach().numpy().any()
+    assert not model.bert.pooler.dense.bias.detach().numpy().any()
+    np.testing.assert_array_equal(model.bert.pooler.dense.weight.detach().numpy(),
+                                  state["bert.pooler.dense.weight"].numpy())

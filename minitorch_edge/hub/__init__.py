@@ -26,7 +26,7 @@ import os
 from ..utils._format import ModelFormatError
 from ._checkpoint import INDEX, WEIGHTS, read_weights, write_weights
 from ._config import Config, read_config
-from ._layers import HubModel
+from ._layers import HubModel, weights_to_come
 from ._weights import CheckpointMismatchError, LoadingInfo, load_checkpoint, to_checkpoint
 from .bert import BaseModelOutput, BertForMaskedLM, BertForSequenceClassification, BertModel
 from .gpt2 import DecoderOutput, GPT2LMHeadModel, GPT2Model
@@ -100,8 +100,10 @@ def from_pretrained(path, architecture=None, strict=True, dtype=None, output_loa
         values.pop("label2id", None)
     values.update(config_overrides)
     config = Config(values, cls.defaults)
-    model = cls(config)
+    with weights_to_come():
+        model = cls(config)
     info = load_checkpoint(model, read_weights(folder), strict, folder)
+    model._init_keys(info.missing_keys + [key for key, _, _ in info.mismatched_keys])
     model.eval()
     model = _cast(model, dtype, config)
     return (model, info) if output_loading_info else model

@@ -15,6 +15,8 @@ declared on each class and applied by hub/_weights.py:
 * ``base_model_prefix``: the name of the backbone inside a head model (``bert``,
   ``transformer``, ``vit``), so a backbone checkpoint loads into a head model and back.
 """
+import contextlib
+import contextvars
 import math
 
 from .. import creation, nn
@@ -71,6 +73,20 @@ def padding_keep(attention_mask, dtype_like):
     return (mask != 0).unsqueeze(1).unsqueeze(2)
 
 
+_LOADING = contextvars.ContextVar("minitorch_edge.hub.loading", default=False)
+
+
+@contextlib.contextmanager
+def weights_to_come():
+    """Models built inside skip Hugging Face's initialisation (_init_weights): from_pretrained
+    overwrites every weight right after (the layers' own default init still runs)."""
+    token = _LOADING.set(True)
+    try:
+        yield
+    finally:
+        _LOADING.reset(token)
+
+
 class HubModel(nn.Module):
     """A model built from a Hugging Face config: ``config`` (hub._config.Config), the weight
     name rules above, and ``save_pretrained`` / ``from_pretrained`` as methods too."""
@@ -88,7 +104,9 @@ class HubModel(nn.Module):
     def _init_weights(self):
         """Hugging Face's initialisation: N(0, initializer_range) for Linear, Embedding and
         Conv2d weights (biases zero), LayerNorm 1 / 0 (what a fresh `transformers` model holds;
-        from_pretrained overwrites it)."""
+        from_pretrained overwrites it, and skips this)."""
+        if _LOADING.get():
+            return
         std = self.config.get("initializer_range", 0.02)
         for m in self.modules():
             if isinstance(m, (nn.Linear, nn.Embedding, nn.Conv2d)):
@@ -100,6 +118,23 @@ class HubModel(nn.Module):
             elif isinstance(m, nn.LayerNorm) and m.weight is not None:
                 nn.init.ones_(m.weight)
                 nn.init.zeros_(m.bias)
+
+    def _init_keys(self, keys):
+        """Hugging Face's initialisation for the parameters `keys` alone (those a checkpoint
+        did not provide, after loading skipped _init_weights)."""
+        std = self.config.get("initializer_range", 0.02)
+        for key in keys:
+            owner, _, name = key.rpartition(".")
+            module = self.get_submodule(owner) if owner else self
+            param = getattr(module, name)
+            if name == "bias":
+                nn.init.zeros_(param)
+            elif isinstance(module, nn.LayerNorm):
+                nn.init.ones_(param)
+            elif isinstance(module, (nn.Linear, nn.Embedding, nn.Conv2d)):
+                nn.init.normal_(param, 0.0, std)
+            else:
+                nn.init.trunc_normal_(param, std=std)
 
     def save_pretrained(self, path, max_shard_size=None):
         from . import save_pretrained
