@@ -215,3 +215,21 @@ def test_half_precision_folder_loads_as_float32_or_as_saved(hf_folders, tmp_path
     np.testing.assert_array_equal(ours.classifier.weight.detach().numpy(), expected)
     kept = hub.from_pretrained(tmp_path, dtype="auto")
     assert kept.classifier.weight.dtype == mte.float16
+
+
+def test_gpt2_generate_left_padded_batch_equals_transformers(hf_folders):
+    theirs, folder = hf_folders["GPT2LMHeadModel"]
+    ours = hub.from_pretrained(folder)
+    pad = VOCAB - 1
+    prompt = np.array([[pad, pad, 5, 9, 2], [3, 3, 8, 1, 6]])
+    mask = (np.arange(5)[None] >= np.array([[2], [0]])).astype(np.int64)
+    with torch.no_grad():
+        expected = theirs.generate(torch.tensor(prompt), attention_mask=torch.tensor(mask),
+                                   max_new_tokens=8, do_sample=False, eos_token_id=None,
+                                   pad_token_id=pad).numpy()
+    for use_cache in (True, False):
+        got = ours.generate(mte.tensor(prompt), attention_mask=mte.tensor(mask),
+                            max_new_tokens=8, use_cache=use_cache).numpy()
+        np.testing.assert_array_equal(got, expected)
+    alone = ours.generate(mte.tensor(prompt[:1, 2:]), max_new_tokens=8).numpy()
+    np.testing.assert_array_equal(alone[0], expected[0, 2:])      # padding changes nothing

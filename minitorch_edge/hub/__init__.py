@@ -33,7 +33,8 @@ from .gpt2 import DecoderOutput, GPT2LMHeadModel, GPT2Model
 from .transfer import freeze, param_groups, trainable_parameters, unfreeze
 from .vit import ViTForImageClassification, ViTModel
 
-__all__ = ["from_pretrained", "save_pretrained", "config_for", "ARCHITECTURES", "Config", "HubModel",
+__all__ = ["from_pretrained", "save_pretrained", "config_for", "ARCHITECTURES", "Config",
+           "HubModel",
            "CheckpointMismatchError", "ModelFormatError", "LoadingInfo", "BaseModelOutput",
            "DecoderOutput", "BertModel", "BertForMaskedLM", "BertForSequenceClassification",
            "GPT2Model", "GPT2LMHeadModel", "ViTModel", "ViTForImageClassification", "freeze",

@@ -17,12 +17,12 @@ declared on each class and applied by hub/_weights.py:
 """
 import contextlib
 import contextvars
-import math
 
 from .. import creation, nn
 from ..nn import functional as F
 
-__all__ = ["ACTIVATIONS", "activation", "HubModel", "split_heads", "merge_heads", "attend"]
+__all__ = ["ACTIVATIONS", "activation", "HubModel", "split_heads", "merge_heads", "attend",
+           "padding_keep", "check_heads", "weights_to_come"]
 
 ACTIVATIONS = {
     "gelu": lambda: nn.GELU(),
@@ -64,7 +64,7 @@ def attend(q, k, v, keep, dropout, training, scale=None):
                                           dropout_p=dropout if training else 0.0, scale=scale)
 
 
-def padding_keep(attention_mask, dtype_like):
+def padding_keep(attention_mask):
     """Hugging Face's attention_mask (N, S), 1 = a real token, 0 = padding, as the bool mask
     (N, 1, 1, S) `attend` takes; None stays None."""
     if attention_mask is None:
@@ -114,7 +114,7 @@ class HubModel(nn.Module):
                 if getattr(m, "bias", None) is not None:
                     nn.init.zeros_(m.bias)
                 if isinstance(m, nn.Embedding) and m.padding_idx is not None:
-                    with_no_grad_zero_row(m.weight, m.padding_idx)
+                    _zero_row(m.weight, m.padding_idx)
             elif isinstance(m, nn.LayerNorm) and m.weight is not None:
                 nn.init.ones_(m.weight)
                 nn.init.zeros_(m.bias)
@@ -146,7 +146,8 @@ class HubModel(nn.Module):
         return from_pretrained(path, architecture=cls.__name__, **kwargs)
 
 
-def with_no_grad_zero_row(weight, row):
+def _zero_row(weight, row):
+    """An Embedding's padding row back to zeros after a random init."""
     weight._data[row] = 0
 
 
@@ -155,7 +156,3 @@ def check_heads(width, heads, where):
         raise ValueError(f"{where}: hidden size {width} is not a multiple of the number of "
                          f"attention heads {heads}")
     return width // heads
-
-
-def inverse_sqrt(d):
-    return 1.0 / math.sqrt(d)

@@ -17,7 +17,8 @@ BertModel returns ``BaseModelOutput(last_hidden_state, pooler_output)``.
 from collections import namedtuple
 
 from .. import creation, nn
-from ._layers import HubModel, activation, attend, check_heads, merge_heads, padding_keep, split_heads
+from ._layers import (HubModel, activation, attend, check_heads, merge_heads, padding_keep,
+                      split_heads)
 
 __all__ = ["BertModel", "BertForMaskedLM", "BertForSequenceClassification", "BaseModelOutput"]
 
@@ -171,7 +172,7 @@ class BertModel(HubModel):
             raise ValueError(f"BertModel: expected integer input_ids of shape (N, L), got "
                              f"{input_ids.dtype} of shape {tuple(input_ids.shape)}")
         hidden = self.encoder(self.embeddings(input_ids, token_type_ids),
-                              padding_keep(attention_mask, input_ids))
+                              padding_keep(attention_mask))
         return BaseModelOutput(hidden, self.pooler(hidden) if self.pooler is not None else None)
 
 

@@ -99,7 +99,9 @@ def _causal_keep(length, past_length, attention_mask):
 
 class GPT2Model(HubModel):
     """The GPT-2 decoder. forward(input_ids, past_key_values=None, attention_mask=None,
-    use_cache=False) -> DecoderOutput(last_hidden_state (N, L, E), past_key_values or None)."""
+    use_cache=False, position_ids=None) -> DecoderOutput(last_hidden_state (N, L, E),
+    past_key_values or None). attention_mask (N, cached + L): 1 = token, 0 = padding;
+    position_ids (N, L) default to the positions after the cached ones."""
     model_type = "gpt2"
     defaults = GPT2_DEFAULTS
     base_model_prefix = "transformer"
@@ -119,7 +121,8 @@ class GPT2Model(HubModel):
         self.ln_f = nn.LayerNorm(config.n_embd, eps=config.layer_norm_epsilon)
         self._init_weights()
 
-    def forward(self, input_ids, past_key_values=None, attention_mask=None, use_cache=False):
+    def forward(self, input_ids, past_key_values=None, attention_mask=None, use_cache=False,
+                position_ids=None):
         if input_ids.dim() != 2 or input_ids.dtype.is_floating_point:
             raise ValueError(f"GPT2Model: expected integer input_ids of shape (N, L), got "
                              f"{input_ids.dtype} of shape {tuple(input_ids.shape)}")
@@ -128,8 +131,9 @@ class GPT2Model(HubModel):
         if past_length + length > self.config.n_positions:
             raise ValueError(f"GPT2Model: {past_length + length} positions exceed "
                              f"n_positions={self.config.n_positions}")
-        positions = creation.arange(past_length, past_length + length).unsqueeze(0)
-        x = self.drop(self.wte(input_ids) + self.wpe(positions))
+        if position_ids is None:
+            position_ids = creation.arange(past_length, past_length + length).unsqueeze(0)
+        x = self.drop(self.wte(input_ids) + self.wpe(position_ids))
         keep = _causal_keep(length, past_length, attention_mask)
         presents = []
         for i, block in enumerate(self.h):
@@ -140,8 +144,8 @@ class GPT2Model(HubModel):
 
 class GPT2LMHeadModel(HubModel):
     """GPT-2 with the LM head tied to wte. forward(input_ids, past_key_values=None,
-    attention_mask=None, use_cache=False) -> logits (N, L, vocab_size), or (logits,
-    past_key_values) with use_cache=True. ``generate`` continues prompts."""
+    attention_mask=None, use_cache=False, position_ids=None) -> logits (N, L, vocab_size), or
+    (logits, past_key_values) with use_cache=True. ``generate`` continues prompts."""
     model_type = "gpt2"
     defaults = GPT2_DEFAULTS
     base_model_prefix = "transformer"
@@ -158,19 +162,24 @@ class GPT2LMHeadModel(HubModel):
         else:
             nn.init.normal_(self.lm_head.weight, 0.0, config.initializer_range)
 
-    def forward(self, input_ids, past_key_values=None, attention_mask=None, use_cache=False):
-        out = self.transformer(input_ids, past_key_values, attention_mask, use_cache)
+    def forward(self, input_ids, past_key_values=None, attention_mask=None, use_cache=False,
+                position_ids=None):
+        out = self.transformer(input_ids, past_key_values, attention_mask, use_cache,
+                               position_ids)
         logits = self.lm_head(out.last_hidden_state)
         return (logits, out.past_key_values) if use_cache else logits
 
     def generate(self, input_ids, max_new_tokens=20, do_sample=False, temperature=1.0,
-                 top_k=None, eos_token_id=None, use_cache=True, generator=None):
+                 top_k=None, eos_token_id=None, use_cache=True, generator=None,
+                 attention_mask=None):
         """Continue each prompt of `input_ids` (N, L) by up to `max_new_tokens` tokens ->
         (N, L + new). Greedy (the most likely token) unless `do_sample`: then a draw from
         softmax(logits / temperature), restricted to the `top_k` most likely when given
         (`generator`: a minitorch_edge.Generator for reproducible draws). A sequence that emits
         `eos_token_id` is padded with it afterwards; generation stops once all have. With
-        `use_cache` each step feeds only the new token and the cached keys/values."""
+        `use_cache` each step feeds only the new token and the cached keys/values.
+        `attention_mask` (N, L), 0 = padding, lets prompts of different lengths share a batch
+        when padded on the left (positions count the real tokens only, as in transformers)."""
         if max_new_tokens < 0:
             raise ValueError(f"generate: max_new_tokens must be >= 0, got {max_new_tokens}")
         if do_sample and not temperature > 0:
@@ -183,21 +192,31 @@ class GPT2LMHeadModel(HubModel):
         try:
             with no_grad():
                 return self._generate(input_ids, max_new_tokens, do_sample, temperature, top_k,
-                                      eos_token_id, use_cache, generator)
+                                      eos_token_id, use_cache, generator, attention_mask)
         finally:
             self.train(was_training)
 
     def _generate(self, ids, max_new_tokens, do_sample, temperature, top_k, eos, use_cache,
-                  generator):
+                  generator, mask):
         from .. import multinomial
         tokens = ids
         done = creation.zeros(ids.shape[0], dtype=ids.dtype) != 0
-        past, step_input = None, ids
+        past, step_input, positions = None, ids, None
+        if mask is not None:
+            mask = mask if hasattr(mask, "_data") else creation.tensor(mask)
+            if tuple(mask.shape) != tuple(ids.shape):
+                raise ValueError(f"generate: attention_mask must have the shape of input_ids "
+                                 f"{tuple(ids.shape)}, got {tuple(mask.shape)}")
+            mask = (mask != 0).to(ids.dtype)
         for _ in range(max_new_tokens):
+            if mask is not None:                 # real tokens count positions; pads sit at 1
+                positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)
             if use_cache:
-                logits, past = self(step_input, past_key_values=past, use_cache=True)
+                logits, past = self(step_input, past_key_values=past, attention_mask=mask,
+                                    use_cache=True, position_ids=None if positions is None
+                                    else positions[:, -step_input.shape[1]:])
             else:
-                logits = self(tokens)
+                logits = self(tokens, attention_mask=mask, position_ids=positions)
             logits = logits[:, -1]
             if do_sample:
                 logits = logits / temperature
@@ -213,6 +232,8 @@ class GPT2LMHeadModel(HubModel):
                 done = done.logical_or(nxt == eos)
             tokens = cat([tokens, nxt.unsqueeze(1)], 1)
             step_input = nxt.unsqueeze(1)
+            if mask is not None:
+                mask = cat([mask, creation.ones(mask.shape[0], 1, dtype=mask.dtype)], 1)
             if eos is not None and bool(done.all()):
                 break
         return tokens
