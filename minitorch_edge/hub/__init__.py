@@ -24,7 +24,7 @@ Transfer learning (hub/transfer.py): ``freeze``, ``unfreeze``, ``trainable_param
 import os
 
 from ..utils._format import ModelFormatError
-from ._checkpoint import INDEX, WEIGHTS, read_weights, write_weights
+from ._checkpoint import read_weights, write_weights
 from ._config import Config, read_config
 from ._layers import HubModel, weights_to_come
 from ._weights import CheckpointMismatchError, LoadingInfo, load_checkpoint, to_checkpoint
