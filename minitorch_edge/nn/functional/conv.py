@@ -21,6 +21,7 @@ needs nothing else. A transposed convolution is ConvBackwardInput run forward.
 (top, bottom, left, right), so padding='same' with an even kernel (extra zero at the end, as in
 PyTorch) needs no extra copy. bfloat16 is convolved in float32 and rounded back once.
 """
+from ..._autocast import autocast_op
 import operator
 
 from ... import backend
@@ -239,6 +240,7 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd, op):
     return y if batched else y.squeeze(0)
 
 
+@autocast_op("conv2d")
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution of input (N, C, H, W) or (C, H, W) with weight (O, C/groups, kh, kw):
     y[n, o] = b[o] + sum over o's group of channels c of cross_correlate(x[n, c], w[o, c]).
@@ -250,6 +252,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
 
 
+@autocast_op("conv1d")
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D convolution of input (N, C, L) or (C, L) with weight (O, C/groups, k); as conv2d
     (which it runs on a height-1 image)."""
@@ -302,6 +305,7 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     return y if batched else y.squeeze(0)
 
 
+@autocast_op("conv_transpose2d")
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """Transposed 2-D convolution ("deconvolution") of input (N, Cin, H, W) with weight
@@ -313,6 +317,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            dilation, 2, "conv_transpose2d")
 
 
+@autocast_op("conv_transpose1d")
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """Transposed 1-D convolution of input (N, Cin, L) with weight (Cin, Cout/groups, k)."""
