@@ -27,11 +27,11 @@ __all__ = ["POLICY", "autocast_op", "State", "clear_cache"]
 
 # op name -> policy; the names are PyTorch's (the public function that plays that ATen op).
 # "derived" entries are ops that PyTorch does not list but that it decomposes into a listed op
-# (einsum, tensordot, mv, dot run bmm/mm), so their output dtype under autocast is that op's.
+# (einsum and tensordot run bmm/mm; mv and dot do not), so their output dtype under autocast is that op's.
 _LOWER = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
           "conv_transpose3d", "bmm", "mm", "linalg_vecdot", "baddbmm", "addmm", "addbmm",
           "linear", "matmul", "prelu", "scaled_dot_product_attention")
-_LOWER_DERIVED = ("einsum", "mv", "dot", "tensordot")
+_LOWER_DERIVED = ("einsum", "tensordot")
 _FP32 = ("binary_cross_entropy", "prod", "cdist", "trace", "cholesky", "inverse", "pinverse",
          "max_unpool2d", "mse_loss", "cosine_embedding_loss", "nll_loss", "hinge_embedding_loss",
          "poisson_nll_loss", "smooth_l1_loss", "cross_entropy_loss", "l1_loss", "huber_loss",
@@ -100,10 +100,19 @@ def _target(kind, lower, args, kwargs):
         return lower
     if kind == "fp32":
         return _dt.float32
-    to = lower      # promote: the widest of the autocast dtype and the eligible inputs
+    to = lower      # promote: PyTorch's prioritize, over the eligible inputs in order
     for t in _tensors_in(args, kwargs):
-        if _eligible(t):
-            to = _dt.promote_types(to, _dt._FROM_NP[t._data.dtype])
+        if not _eligible(t) or to is _dt.float32:
+            continue
+        nxt = _dt._FROM_NP[t._data.dtype]
+        if nxt is _dt.float32:
+            to = _dt.float32
+        elif nxt is not lower:
+            raise RuntimeError(f"autocast: a {nxt.name} tensor met a {lower.name} autocast "
+                               f"region in a promoting op (cat, stack, index_copy) with no "
+                               f"float32 input before it (PyTorch: Unexpected floating "
+                               f"ScalarType in at::autocast::prioritize); cast it to "
+                               f"{lower.name} or float32 first")
     return to
 
 

@@ -197,7 +197,6 @@ def bmm(input, mat2):
 
 
 @tensor_method("mv")
-@autocast_op("mv")
 def mv(input, vec):
     """Matrix-vector product: (n, m) @ (m,) -> (n,)."""
     _tensors("mv", ("input", input), ("vec", vec))
@@ -207,7 +206,6 @@ def mv(input, vec):
 
 
 @tensor_method("dot")
-@autocast_op("dot")
 def dot(input, other):
     """Dot product of two 1-D tensors of equal length: a 0-dim tensor."""
     _tensors("dot", ("input", input), ("other", other))

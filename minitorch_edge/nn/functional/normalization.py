@@ -224,7 +224,8 @@ class NativeLayerNorm(Normalize):
         if ctx.needs_input_grad:
             ctx.save_for_backward(x, weight, bias)
             ctx.mean, ctx.invstd, ctx.dims, ctx.eps = mean, rstd, dims, eps
-        return _dt.result_array(y.reshape(xd.shape), xd.dtype)
+        y = y.reshape(xd.shape)            # the input's dtype, with float32 weights too
+        return y if y.dtype == xd.dtype else y.astype(xd.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -242,7 +243,8 @@ class NativeLayerNorm(Normalize):
             b is not None and need[2])
 
         def fresh(a, like):                # (bfloat16: each result rounded once)
-            return Tensor._make(mark_fresh(_dt.result_array(a.reshape(like.shape), like.dtype)))
+            a = a.reshape(like.shape)      # (float16 input, float32 weight: each its own)
+            return Tensor._make(mark_fresh(a if a.dtype == like.dtype else a.astype(like.dtype)))
         out = [None if dx is None else fresh(dx, grad._data),
                None if dw is None else fresh(dw, w._data),
                None if db is None else fresh(db, b._data)]
