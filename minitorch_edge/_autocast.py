@@ -30,7 +30,7 @@ __all__ = ["POLICY", "autocast_op", "State", "clear_cache"]
 # (einsum and tensordot run bmm/mm; mv and dot do not), so their output dtype under autocast is that op's.
 _LOWER = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
           "conv_transpose3d", "bmm", "mm", "linalg_vecdot", "baddbmm", "addmm", "addbmm",
-          "linear", "matmul", "prelu", "scaled_dot_product_attention")
+          "linear", "matmul", "prelu", "scaled_dot_product_attention", "_convolution")
 _LOWER_DERIVED = ("einsum", "tensordot")
 _FP32 = ("binary_cross_entropy", "prod", "cdist", "trace", "cholesky", "inverse", "pinverse",
          "max_unpool2d", "mse_loss", "cosine_embedding_loss", "nll_loss", "hinge_embedding_loss",

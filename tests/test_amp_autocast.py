@@ -289,3 +289,33 @@ def _small_kwargs(cls):
     small = {"vocab_size": 10, "num_classes": 2, "d_model": 16, "nhead": 2, "num_heads": 2,
              "num_layers": 1, "dim_feedforward": 32, "max_len": 16, "n_classes": 2}
     return {k: v for k, v in small.items() if k in params}
+
+
+def _module_cases(N):
+    return {
+        "sequential_linear_relu": (lambda: N.Sequential(N.Linear(4, 8), N.ReLU()), (2, 3, 4)),
+        "sequential_conv_relu": (lambda: N.Sequential(N.Conv2d(2, 3, 3), N.ReLU()),
+                                 (1, 2, 6, 6)),
+        "encoder_post_norm": (lambda: N.TransformerEncoderLayer(8, 2, 16, dropout=0.0,
+                                                                batch_first=True), (2, 3, 8)),
+        "encoder_pre_norm": (lambda: N.TransformerEncoderLayer(8, 2, 16, dropout=0.0,
+                                                               batch_first=True,
+                                                               norm_first=True), (2, 3, 8)),
+        "mha": (lambda: N.MultiheadAttention(8, 2, batch_first=True), (2, 3, 8)),
+        "batchnorm_after_conv": (lambda: N.Sequential(N.Conv2d(2, 3, 3), N.BatchNorm2d(3)),
+                                 (2, 2, 6, 6)),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_module_cases(mte.nn)))
+def test_module_outputs_match_torch_in_training(name):
+    got = []
+    for L, N in ((torch, torch.nn), (mte, mte.nn)):
+        L.manual_seed(0)
+        make, shape = _module_cases(N)[name]
+        module = make()
+        x = L.tensor(np.random.default_rng(0).standard_normal(shape).astype(np.float32))
+        with L.autocast("cpu"):
+            out = module(x, x, x) if name == "mha" else module(x)
+        got.append([_name(t.dtype) for t in (out if isinstance(out, tuple) else (out,))])
+    assert got[0] == got[1], (name, got)

@@ -213,6 +213,7 @@ def _geom(stride, pads, dilation, groups, nd):
 
 
 # ---- convolution --------------------------------------------------------------------------------
+@autocast_op("_convolution")   # what F.conv*d and the Conv layers run
 def _conv(input, weight, bias, stride, padding, dilation, groups, nd, op):
     """conv1d/conv2d (nd = 1, 2); `op` names the caller in error messages."""
     batched = _check_tensors(input, weight, bias, nd, op)
@@ -240,7 +241,6 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd, op):
     return y if batched else y.squeeze(0)
 
 
-@autocast_op("conv2d")
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution of input (N, C, H, W) or (C, H, W) with weight (O, C/groups, kh, kw):
     y[n, o] = b[o] + sum over o's group of channels c of cross_correlate(x[n, c], w[o, c]).
@@ -252,7 +252,6 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
 
 
-@autocast_op("conv1d")
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D convolution of input (N, C, L) or (C, L) with weight (O, C/groups, k); as conv2d
     (which it runs on a height-1 image)."""
@@ -266,6 +265,7 @@ def transposed_sizes(in_sizes, kernel, stride, padding, dilation):
                  for n, k, s, p, d in zip(in_sizes, kernel, stride, padding, dilation))
 
 
+@autocast_op("_convolution")
 def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, nd,
                     op):
     """conv_transpose1d/2d: the input gradient of the convolution with the same arguments."""
@@ -305,7 +305,6 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     return y if batched else y.squeeze(0)
 
 
-@autocast_op("conv_transpose2d")
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """Transposed 2-D convolution ("deconvolution") of input (N, Cin, H, W) with weight
@@ -317,7 +316,6 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            dilation, 2, "conv_transpose2d")
 
 
-@autocast_op("conv_transpose1d")
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """Transposed 1-D convolution of input (N, Cin, L) with weight (Cin, Cout/groups, k)."""
