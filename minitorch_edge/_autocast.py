@@ -19,7 +19,9 @@ Policies (PyTorch 2.13's CPU lists, aten/src/ATen/autocast_mode.cpp):
 As in PyTorch a float64 tensor is never cast ("eligible" = floating and not float64), and a
 float32 leaf parameter that requires grad is cast once per autocast region (the cache) however
 many ops use it; the cast is the differentiable ``to(dtype)``, so its gradient comes back to
-the parameter in the parameter's own dtype. The state is process-wide, not per thread.
+the parameter in the parameter's own dtype. The cache is filled only while grad mode is on
+(a cast made under no_grad has no history, and reusing it later would cut the gradient).
+The state is process-wide, not per thread.
 """
 import functools
 
@@ -72,8 +74,10 @@ def _cast(t, to):
     leaf that requires grad is cast once per region when the cache is on."""
     if t._data.dtype == to.np or not _eligible(t):
         return t
+    from .autograd.grad_mode import _State as _grad
+    # (only while grad mode is on: a cast made under no_grad has no history to reuse)
     cacheable = (State.cache_enabled and to is State.active and t._data.dtype.name == "float32"
-                 and t._rg and t._fn is None and t._base is None)
+                 and t._rg and t._fn is None and t._base is None and _grad.enabled)
     if not cacheable:
         return t.to(to)
     hit = State.cache.get(id(t))

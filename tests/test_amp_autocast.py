@@ -319,3 +319,14 @@ def test_module_outputs_match_torch_in_training(name):
             out = module(x, x, x) if name == "mha" else module(x)
         got.append([_name(t.dtype) for t in (out if isinstance(out, tuple) else (out,))])
     assert got[0] == got[1], (name, got)
+
+
+def test_a_cast_made_under_no_grad_is_not_reused_with_grad():
+    mk = _maker(mte)
+    x, w = mk(3, 4), mk(5, 4, grad=True)
+    with mte.autocast("cpu"):
+        with mte.no_grad():
+            mF.linear(x, w)
+        y = mF.linear(x, w)
+    y.float().sum().backward()
+    assert w.grad is not None and w.grad.dtype == mte.float32
