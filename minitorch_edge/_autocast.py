@@ -25,7 +25,7 @@ The state is process-wide, not per thread.
 """
 import functools
 
-__all__ = ["POLICY", "autocast_op", "State", "clear_cache"]
+__all__ = ["POLICY", "autocast_op", "call_as", "State", "clear_cache"]
 
 # op name -> policy; the names are PyTorch's (the public function that plays that ATen op).
 # "derived" entries are ops that PyTorch does not list but that it decomposes into a listed op
@@ -40,7 +40,9 @@ _FP32 = ("binary_cross_entropy", "prod", "cdist", "trace", "cholesky", "inverse"
          "margin_ranking_loss", "soft_margin_loss", "triplet_margin_loss", "multi_margin_loss",
          "kl_div", "multilabel_margin_loss", "binary_cross_entropy_with_logits",
          "linalg_matrix_rank", "linalg_solve", "linalg_cholesky", "linalg_svdvals",
-         "linalg_eigvalsh", "linalg_inv", "linalg_qr", "linalg_svd", "linalg_eigh", "qr", "svd")
+         "linalg_eigvalsh", "linalg_inv", "linalg_qr", "linalg_svd", "linalg_eigh", "qr", "svd",
+         "reflection_pad1d", "reflection_pad2d", "replication_pad1d", "replication_pad2d",
+         "replication_pad3d")
 _PROMOTE = ("stack", "cat", "index_copy")
 POLICY = {**{n: "lower" for n in _LOWER + _LOWER_DERIVED}, **{n: "fp32" for n in _FP32},
           **{n: "promote" for n in _PROMOTE}}
@@ -141,6 +143,16 @@ def run_with_policy(kind, fn, args, kwargs):
         return fn(*args, **kwargs)
     finally:
         State.active = lower
+
+
+def call_as(name, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` as the op PyTorch calls `name`, for a function that plays
+    several ATen ops by its arguments (F.pad: reflection_pad2d, replication_pad3d, ...): the
+    policy applies when autocast is on and `name` is listed."""
+    kind = POLICY.get(name)
+    if State.active is None or kind is None:
+        return fn(*args, **kwargs)
+    return run_with_policy(kind, fn, args, kwargs)
 
 
 def autocast_op(name):
