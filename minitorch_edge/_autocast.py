@@ -25,6 +25,10 @@ The state is process-wide, not per thread.
 """
 import functools
 
+import numpy as np
+
+_F32 = np.dtype(np.float32)
+
 __all__ = ["POLICY", "autocast_op", "call_as", "State", "clear_cache"]
 
 # op name -> policy; the names are PyTorch's (the public function that plays that ATen op).
@@ -78,7 +82,7 @@ def _cast(t, to):
         return t
     from .autograd.grad_mode import _State as _grad
     # (only while grad mode is on: a cast made under no_grad has no history to reuse)
-    cacheable = (State.cache_enabled and to is State.active and t._data.dtype.name == "float32"
+    cacheable = (State.cache_enabled and to is State.active and t._data.dtype == _F32
                  and t._rg and t._fn is None and t._base is None and _grad.enabled)
     if not cacheable:
         return t.to(to)
