@@ -5,9 +5,11 @@ of tensor.py). Its names are copied into the package, so ``minitorch_edge.X`` is
 # what a CPU-only PyTorch build answers about accelerators (no CUDA, cuDNN or MPS here)
 from . import (  # noqa: F401  (the Layers and Optimizer tiers)  # noqa: F401  (the Trainer and Utils tiers)  # noqa: F401
                      accelerator,
+                     amp,
                      autograd,
                      backend,
                      backends,
+                     cpu,
                      cuda,
                      data,
                      linalg,
@@ -18,6 +20,16 @@ from . import (  # noqa: F401  (the Layers and Optimizer tiers)  # noqa: F401  (
                      train,
 )
 from ._format import set_printoptions  # noqa: F401
+from .amp import (  # noqa: F401  (torch.autocast and its state functions)
+                     autocast,
+                     clear_autocast_cache,
+                     get_autocast_dtype,
+                     is_autocast_cache_enabled,
+                     is_autocast_enabled,
+                     set_autocast_cache_enabled,
+                     set_autocast_dtype,
+                     set_autocast_enabled,
+)
 from .autograd.grad_mode import (  # noqa: F401
                      enable_grad,
                      inference_mode,

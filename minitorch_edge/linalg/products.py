@@ -3,6 +3,7 @@
 ``matrix_power``. Each is made of differentiable ops (einsum, mul/sum, matmul, inv), which give
 the gradients: for C = A B, gA = gC B^T and gB = A^T gC, applied along the chain.
 """
+from .._autocast import autocast_op
 import numpy as np
 
 from ..ops import linalg as _L
@@ -44,6 +45,7 @@ def cross(input, other, *, dim=-1):
 
 
 @accepts_out("linalg.vecdot")
+@autocast_op("linalg_vecdot")
 def vecdot(x, y, *, dim=-1):
     """sum_i x_i y_i along `dim` (x, y broadcast; real tensors, so no conjugation)."""
     op = "linalg.vecdot"

@@ -16,6 +16,7 @@ gradients work. With ``Y = A^-1`` and ``<G, dY> = tr(G^T dY)`` the derivations a
 A singular or non-positive-definite input raises `LinAlgError` (a RuntimeError) with
 PyTorch's message, naming the zero pivot / failing leading minor and the batch element.
 """
+from .._autocast import autocast_op
 from collections import namedtuple
 
 import numpy as np
@@ -146,6 +147,7 @@ class LinalgInvEx(Function):
 
 
 @accepts_out("linalg.inv")
+@autocast_op("linalg_inv")
 def inv(A):
     """The inverse of each square matrix of A (..., n, n). Singular matrices raise
     LinAlgError naming the zero pivot. Gradient: gA = -Y^T gY Y^T with Y = A^-1."""
@@ -155,6 +157,7 @@ def inv(A):
 
 @tensor_method("inverse")
 @accepts_out("inverse")
+@autocast_op("inverse")
 def inverse(input):
     """torch.inverse: the same as linalg.inv."""
     return inv(input)
@@ -311,6 +314,7 @@ class LinalgSolveEx(Function):
 
 
 @accepts_out("linalg.solve")
+@autocast_op("linalg_solve")
 def solve(A, B, *, left=True):
     """The X with A X = B (left=True) or X A = B (left=False), for square A (..., n, n) and B
     (..., n, k), or a vector B (n,) / (..., n) when its shape is A's without the last dim.
@@ -412,6 +416,7 @@ def cholesky_lower(A, upper=False, op="linalg.cholesky"):
 
 @tensor_method("cholesky")
 @accepts_out("cholesky")
+@autocast_op("cholesky")
 def cholesky(input, upper=False):
     """torch.cholesky (deprecated in PyTorch for linalg.cholesky): L with A = L L^T, or the
     upper factor U = L^T with upper=True."""

@@ -18,6 +18,7 @@ The work is split in two:
   its gradient is the same along that dim: it is computed without the letter and expanded back.
   Since the backward is itself an einsum, gradients of gradients come for free.
 """
+from .._autocast import autocast_op
 import numpy as np
 
 from .. import dtypes as _dt
@@ -196,6 +197,7 @@ def _einsum(subs, out, tensors):
     return Einsum.apply((tuple(subs), out), *tensors)
 
 
+@autocast_op("einsum")
 def einsum(equation, *operands):
     """Sum of products described by `equation`, e.g. ``einsum("bij,bjk->bik", a, b)``.
 

@@ -6,6 +6,7 @@ cut into the inputs' slices, and the gradient of split is the pieces' gradients 
 cat. split/chunk/unbind are single multi-output Functions whose outputs are views of the input
 (the engine hands zeros to backward for the pieces that got no gradient).
 """
+from .._autocast import autocast_op
 import operator
 
 import numpy as np
@@ -86,6 +87,7 @@ def _tensor_list(tensors, op):
     return list(tensors)
 
 
+@autocast_op("cat")
 def cat(tensors, dim=0, *, out=None):
     """Join tensors along an existing dim; dtypes promote as PyTorch's (e.g. int32 with float32
     gives float32). As PyTorch, 1-D tensors with no elements are skipped whatever their shape."""
@@ -120,6 +122,7 @@ def _cat(tensors, dim, fn):
 concat = concatenate = cat
 
 
+@autocast_op("stack")
 def stack(tensors, dim=0, *, out=None):
     """Join same-shaped tensors along a new dim `dim` (in -ndim-1 .. ndim)."""
     tensors = _tensor_list(tensors, "stack")

@@ -16,6 +16,7 @@ PyTorch grad_fn name (`Mm`, `Bmm`, `Mv`, `Dot`; matmul is `Mm`, or `Mv`/`Dot` fo
 PyTorch's batched matmul records UnsafeViewBackward0, a reshape of its result). tensordot, inner
 and cross are einsum equations (see einsum.py); outer and kron are broadcast products.
 """
+from .._autocast import autocast_op
 import numpy as np
 
 from .. import backend
@@ -134,6 +135,7 @@ class Dot(Mm):
 
 # ---- the products ------------------------------------------------------------------------------
 @tensor_method("matmul")
+@autocast_op("matmul")
 def matmul(input, other):
     """Matrix product as ``torch.matmul``: 1-D @ 1-D is the dot product (a 0-dim tensor); 2-D @
     2-D the matrix product; a 1-D operand is treated as a row (left) or column (right) and that
@@ -167,6 +169,7 @@ def _ndims(op, want, *tensors):
 
 
 @tensor_method("mm")
+@autocast_op("mm")
 def mm(input, mat2):
     """Matrix product of two 2-D tensors (no broadcasting)."""
     _tensors("mm", ("input", input), ("mat2", mat2))
@@ -185,6 +188,7 @@ def _check_bmm(input, mat2, op):
 
 
 @tensor_method("bmm")
+@autocast_op("bmm")
 def bmm(input, mat2):
     """Batched matrix product: (B, n, m) @ (B, m, p) -> (B, n, p), equal batch sizes."""
     _tensors("bmm", ("input", input), ("mat2", mat2))
@@ -271,6 +275,7 @@ def _check_addend(input, out_shape, op):
 
 
 @tensor_method("addmm")
+@autocast_op("addmm")
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """beta * input + alpha * (mat1 @ mat2), input broadcastable to the product's shape.
     Gradients: d input = beta * dy (summed to its shape), d mat1/d mat2 as matmul times alpha."""
@@ -283,6 +288,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
 
 
 @tensor_method("baddbmm")
+@autocast_op("baddbmm")
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """beta * input + alpha * bmm(batch1, batch2), input broadcastable to (B, n, p)."""
     _tensors("baddbmm", ("input", input), ("batch1", batch1), ("batch2", batch2))
@@ -304,6 +310,7 @@ def _dim_list(d, ndim, op):
     return out
 
 
+@autocast_op("tensordot")
 def tensordot(a, b, dims=2):
     """Contract dims of a with dims of b: ``dims=n`` pairs the last n dims of a with the first n
     of b; ``dims=([1, 2], [0, 1])`` names them. Result: a's free dims then b's free dims.
@@ -377,6 +384,7 @@ class Trace(Function):
 
 
 @tensor_method("trace")
+@autocast_op("trace")
 def trace(input):
     """Sum of the main diagonal of a 2-D tensor (need not be square)."""
     _tensors("trace", ("input", input))

@@ -14,6 +14,7 @@ for all/any, where it reduces nothing.
 Max/min/argmax/median live in minmax.py, cumsum/cumprod in cumulative.py, softmax and
 log_softmax in softmax.py.
 """
+from .._autocast import autocast_op
 import numpy as np
 
 from .. import dtypes as _dt
@@ -217,6 +218,7 @@ class Prod(Function):
 
 
 @tensor_method("prod")
+@autocast_op("prod")
 def prod(input, dim=None, keepdim=False, dtype=None):
     """Product over `dim` (None -> all). Unlike PyTorch, a tuple of dims is accepted too."""
     dims = _dims(dim, input._data.ndim, "prod")

@@ -33,6 +33,7 @@ vectors as constants: first derivatives only).
 Eigenvectors and singular vectors are defined up to sign: only functions that do not depend on
 that choice have well-defined gradients (as in PyTorch).
 """
+from .._autocast import autocast_op
 import numpy as np
 
 from ..autograd.function import Function
@@ -101,6 +102,7 @@ class LinalgEigh(Function):
 
 
 @accepts_out("linalg.eigh")
+@autocast_op("linalg_eigh")
 def eigh(A, UPLO="L"):
     """(eigenvalues, eigenvectors) of the symmetric matrices A (only the triangle named by UPLO
     is read): eigenvalues ascending, eigenvectors the columns. Differentiable for distinct
@@ -116,6 +118,7 @@ def _check_uplo(uplo):
 
 
 @accepts_out("linalg.eigvalsh")
+@autocast_op("linalg_eigvalsh")
 def eigvalsh(A, UPLO="L"):
     """The eigenvalues (ascending) of the symmetric matrices A; gA = V diag(gw) V^T."""
     check_square(A, "linalg.eigvalsh")
@@ -197,6 +200,7 @@ def linalg_svd(A, full_matrices=True, *, driver=None):
 
 
 @accepts_out("linalg.svdvals")
+@autocast_op("linalg_svdvals")
 def svdvals(A, *, driver=None):
     """The singular values of A, descending; gA = U diag(gS) V^T."""
     check_matrix(A, "linalg.svdvals")
@@ -205,6 +209,7 @@ def svdvals(A, *, driver=None):
 
 @tensor_method("svd")
 @accepts_out("svd")
+@autocast_op("svd")
 def svd(input, some=True, compute_uv=True):
     """torch.svd (the older API): (U, S, V) with A = U diag(S) V^T, V itself (not V^T);
     some=True gives the reduced factors. compute_uv=False gives zero U and V, as PyTorch."""
@@ -282,6 +287,7 @@ def linalg_qr(A, mode="reduced"):
 
 @tensor_method("qr")
 @accepts_out("qr")
+@autocast_op("qr")
 def qr(input, some=True):
     """torch.qr (the older API): linalg.qr with mode 'reduced' (some=True) or 'complete'."""
     return OldQRResult(*linalg_qr(input, "reduced" if some else "complete"))
@@ -361,6 +367,7 @@ def pinverse(input, rcond=1e-15):
 
 
 @accepts_out("linalg.matrix_rank")
+@autocast_op("linalg_matrix_rank")
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None):
     """The number of singular values (eigenvalue magnitudes when hermitian) of each matrix
     above max(atol, rtol * s_max) (the pinv cutoff): an int64 tensor of A's batch shape."""

@@ -14,6 +14,7 @@ position is written twice without accumulating, which value lands is unspecified
 The in-place forms go through inplace.py's `apply_inplace` (leaf checks, snapshot, version
 bump), like every other in-place op.
 """
+from .._autocast import autocast_op
 import numpy as np
 
 from ..autograd.function import Function
@@ -72,6 +73,7 @@ class IndexCopy(Function):
 
 
 @tensor_method("index_copy")
+@autocast_op("index_copy")
 def index_copy(input, dim, index, source):
     """Out of place: input with the slices ``source[..., k, ...]`` copied to position index[k]
     along dim. index: 1-D (or 0-d) int64; source: input's dtype and shape with dim of size

@@ -23,6 +23,11 @@ Counters: ``epoch`` is the number of finished epochs (printed and logged from 1)
 are finished (as Keras's ``epochs`` and Lightning's ``max_epochs``), so a resumed run passes the
 same N as the original one.
 
+Precision (``precision=``, Lightning's spellings): "32" / "32-true" computes in float32;
+"bf16" / "bf16-mixed" runs forward and loss under ``autocast("cpu", dtype=bfloat16)``;
+"16" / "16-mixed" / "fp16" under float16 autocast with a ``GradScaler`` (scaled backward,
+``unscale_`` before clipping, steps with inf/nan gradients skipped). Parameters stay float32.
+
 Checkpoints (``save_checkpoint``) hold the model, optimizer and scheduler state, the counters,
 History, the callbacks' state and every random number generator (minitorch_edge's default one,
 numpy's global one, Python's ``random``), taken at the end of an epoch. ``fit(resume_from=path)``
@@ -39,6 +44,7 @@ loaded, not trained on), restores the RNG states of the interrupt and continues 
 batch: the per-step losses equal those of an uninterrupted run (with ``num_workers=0``; worker
 processes seed themselves per iterator, so random transforms in workers are not replayed).
 """
+import contextlib
 import copy
 import math
 import os
@@ -129,6 +135,8 @@ class Trainer:
             ``manual_seed`` for a reproducible initialisation).
         verbose: 0 silent, 1 a progress bar on a terminal (plain lines otherwise), 2 lines.
         log_dir: folder for the default CSV logger.
+        precision: "32" (default), "bf16" / "bf16-mixed", or "16" / "16-mixed" / "fp16" (mixed
+            precision: autocast, and for float16 a GradScaler; see the file header).
 
     Batches are ``(inputs, targets, ...)`` tuples or lists; override ``unpack_batch`` for other
     layouts.
@@ -136,7 +144,8 @@ class Trainer:
 
     def __init__(self, model, optimizer, loss_fn, scheduler=None, metrics=("accuracy",),
                  callbacks=(), loggers=None, grad_clip_norm=None, grad_accum_steps=1, seed=None,
-                 verbose=1, log_dir=None, scheduler_interval=None, scheduler_monitor="val_loss"):
+                 verbose=1, log_dir=None, scheduler_interval=None, scheduler_monitor="val_loss",
+                 precision="32"):
         if not (hasattr(model, "parameters") and hasattr(model, "train") and callable(model)):
             raise TypeError(f"Trainer: model must be an nn.Module, got {type(model).__name__}")
         if not (hasattr(optimizer, "step") and hasattr(optimizer, "zero_grad")):
@@ -160,6 +169,7 @@ class Trainer:
         self.log_dir = None if log_dir is None else os.fspath(log_dir)
         self.scheduler_interval = self._interval(scheduler, scheduler_interval)
         self.scheduler_monitor = scheduler_monitor
+        self.precision, self._autocast_dtype, self.scaler = self._parse_precision(precision)
         self._metric_specs = self._parse_metrics(metrics)
         self.history = History()
         self.callbacks = list(callbacks)
@@ -192,6 +202,30 @@ class Trainer:
             seed_everything(seed)
 
     # ---- configuration helpers --------------------------------------------------------------
+    @staticmethod
+    def _parse_precision(precision):
+        """(canonical name, autocast dtype or None, GradScaler or None)."""
+        from .. import dtypes
+        names = {"32": "32", "32-true": "32", "bf16": "bf16-mixed", "bf16-mixed": "bf16-mixed",
+                 "16": "16-mixed", "16-mixed": "16-mixed", "fp16": "16-mixed"}
+        name = names.get(str(precision))
+        if name is None:
+            raise ValueError(f"Trainer: precision must be one of {', '.join(map(repr, names))}, "
+                             f"got {precision!r}")
+        if name == "32":
+            return name, None, None
+        if name == "bf16-mixed":
+            return name, dtypes.bfloat16, None
+        from ..amp import GradScaler
+        return name, dtypes.float16, GradScaler("cpu")
+
+    def _autocast(self):
+        """The context forward and loss run in: autocast for mixed precision."""
+        if self._autocast_dtype is None:
+            return contextlib.nullcontext()
+        from ..amp import autocast
+        return autocast("cpu", dtype=self._autocast_dtype)
+
     @staticmethod
     def _interval(scheduler, interval):
         if interval is None:
@@ -338,8 +372,9 @@ class Trainer:
             inputs, target = self.unpack_batch(batch)
             self._call("on_batch_start", step, {"epoch": epoch})
             lr = self._lr()
-            output = self.model(inputs)
-            loss = self.loss_fn(output, target)
+            with self._autocast():
+                output = self.model(inputs)
+                loss = self.loss_fn(output, target)
             value = self._loss_value(loss)
             self.global_step += 1
             if not math.isfinite(value):
@@ -348,7 +383,8 @@ class Trainer:
                     f"{self.global_step}); training stopped before this batch's update. Lower the "
                     f"learning rate, set grad_clip_norm, or check this batch's inputs and targets "
                     f"for nan/inf")
-            (loss if self.grad_accum_steps == 1 else loss / self.grad_accum_steps).backward()
+            loss = loss if self.grad_accum_steps == 1 else loss / self.grad_accum_steps
+            (loss if self.scaler is None else self.scaler.scale(loss)).backward()
             pending += 1
             if pending == self.grad_accum_steps:
                 self._optimizer_step()
@@ -410,10 +446,16 @@ class Trainer:
         return _number(loss)
 
     def _optimizer_step(self):
+        if self.scaler is not None and self.grad_clip_norm is not None:
+            self.scaler.unscale_(self.optimizer)    # clip the true gradients
         if self.grad_clip_norm is not None:
             from ..nn.utils import clip_grad_norm_
             clip_grad_norm_(self._params(), self.grad_clip_norm)
-        self.optimizer.step()
+        if self.scaler is None:
+            self.optimizer.step()
+        else:
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
         self.optimizer.zero_grad()
         if self.scheduler is not None and self.scheduler_interval == "step":
             if self._plateau:
@@ -433,9 +475,10 @@ class Trainer:
             with no_grad():
                 for batch in loader:
                     inputs, target = self.unpack_batch(batch)
-                    output = self.model(inputs)
-                    loss_mean.update(self._loss_value(self.loss_fn(output, target)),
-                                     _first_dim(target))
+                    with self._autocast():
+                        output = self.model(inputs)
+                        loss = self.loss_fn(output, target)
+                    loss_mean.update(self._loss_value(loss), _first_dim(target))
                     for m in metrics.values():
                         m.update(output, target)
         finally:
@@ -455,7 +498,8 @@ class Trainer:
             with no_grad():
                 for batch in loader:
                     inputs = batch[0] if isinstance(batch, (tuple, list)) else batch
-                    outputs.append(self.model(inputs))
+                    with self._autocast():
+                        outputs.append(self.model(inputs))
         finally:
             self.model.train(was_training)
         if not outputs:
@@ -487,6 +531,7 @@ class Trainer:
                 "rng": rng_state(),
                 "history": self.history.state_dict(),
                 "callbacks": {k: v for k, v in callbacks.items() if v},
+                **({} if self.scaler is None else {"grad_scaler": self.scaler.state_dict()}),
                 **({} if self._position is None else {"position": self._position})}
 
     def load_state_dict(self, state_dict):
@@ -506,6 +551,8 @@ class Trainer:
                               "starts from its current state", stacklevel=3)
             else:
                 self.scheduler.load_state_dict(sched)
+        if self.scaler is not None and state_dict.get("grad_scaler"):
+            self.scaler.load_state_dict(state_dict["grad_scaler"])
         self.epoch = int(state_dict["epoch"])
         self.global_step = int(state_dict["global_step"])
         if state_dict.get("history") is not None:

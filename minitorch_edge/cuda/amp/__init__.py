@@ -4,8 +4,9 @@ With no CUDA device both disable themselves, warning as PyTorch does when asked 
 ``autocast()`` is a context manager (and decorator) that changes nothing, and a disabled
 ``GradScaler`` passes everything through: ``scale(loss)`` returns ``loss``, ``step(optimizer)``
 calls ``optimizer.step()``, ``update()`` does nothing, ``get_scale()`` is 1.0 and
-``state_dict()`` is empty. So a mixed-precision training loop runs unchanged, in full precision
-(minitorch_edge computes in the tensors' own dtypes until mixed precision arrives).
+``state_dict()`` is empty. So a mixed-precision training loop runs unchanged, in full precision.
+Mixed precision on the CPU is ``minitorch_edge.amp.autocast("cpu")`` and
+``amp.GradScaler("cpu")`` (minitorch_edge/amp/), as in PyTorch.
 """
 from .autocast_mode import autocast, custom_bwd, custom_fwd  # noqa: F401
 from .grad_scaler import GradScaler  # noqa: F401

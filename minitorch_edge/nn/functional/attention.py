@@ -41,6 +41,7 @@ join the heads and project back with ``out_proj``. We keep the heads as a separa
 self-attention the fused path reads the heads straight out of the packed (L, N, 3E) projection
 (batch_first: (N, L, 3E), nn.MultiheadAttention never transposes its input).
 """
+from ..._autocast import autocast_op
 import math
 import warnings
 
@@ -275,6 +276,7 @@ def _repeat_heads(t, n):
         *s[:-3], s[-3] * n, s[-2], s[-1])
 
 
+@autocast_op("scaled_dot_product_attention")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
     """softmax(Q K^T * scale + bias) V over the last two dims; batch dims broadcast.

@@ -21,6 +21,7 @@ needs nothing else. A transposed convolution is ConvBackwardInput run forward.
 (top, bottom, left, right), so padding='same' with an even kernel (extra zero at the end, as in
 PyTorch) needs no extra copy. bfloat16 is convolved in float32 and rounded back once.
 """
+from ..._autocast import autocast_op
 import operator
 
 from ... import backend
@@ -212,6 +213,7 @@ def _geom(stride, pads, dilation, groups, nd):
 
 
 # ---- convolution --------------------------------------------------------------------------------
+@autocast_op("_convolution")   # what F.conv*d and the Conv layers run
 def _conv(input, weight, bias, stride, padding, dilation, groups, nd, op):
     """conv1d/conv2d (nd = 1, 2); `op` names the caller in error messages."""
     batched = _check_tensors(input, weight, bias, nd, op)
@@ -263,6 +265,7 @@ def transposed_sizes(in_sizes, kernel, stride, padding, dilation):
                  for n, k, s, p, d in zip(in_sizes, kernel, stride, padding, dilation))
 
 
+@autocast_op("_convolution")
 def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, nd,
                     op):
     """conv_transpose1d/2d: the input gradient of the convolution with the same arguments."""

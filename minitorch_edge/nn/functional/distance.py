@@ -11,6 +11,7 @@ The one non-op piece is `_ClampMinKeepGrad`: cosine_similarity divides by max(||
 where PyTorch clamps the norm in place under no_grad, so the value is clamped but the gradient
 flows through the norm as if it were not. That is this Function: y = max(x, eps), dy/dx = 1.
 """
+from ..._autocast import autocast_op
 import numpy as np
 
 from ... import dtypes as _dt
@@ -133,6 +134,7 @@ def pdist(input, p=2):
     return (rows_i - rows_j).norm(p, 1)
 
 
+@autocast_op("cdist")
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """out[..., i, j] = ||x1[..., i, :] - x2[..., j, :]||_p for x1 (..., P, M) and
     x2 (..., R, M) (batch dims broadcast): (..., P, R). Computed directly from the differences

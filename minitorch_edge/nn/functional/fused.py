@@ -36,6 +36,9 @@ may change forward) and only modules without forward hooks or pre-hooks (a hook 
 module must see its output, which the fused op never makes). ``inplace=True`` on the
 activation changes nothing: its input is the first layer's fresh output, seen by no one else.
 
+Under autocast nothing fuses here: the pair runs as its two ops, so that the Linear's policy
+casts it (the fused kernels take float32 only).
+
 The switch: ``enabled`` below (``MTE_FUSE=0`` in the environment starts it False; assign
 ``fused.enabled = False`` to compare in one process, as bench/fused_layers.py does).
 
@@ -48,7 +51,7 @@ import os
 
 import numpy as np
 
-from ... import backend
+from ... import _autocast, backend
 from ...autograd.function import Function
 from ...autograd.grad_mode import _State
 from ...ops import activation as A
@@ -170,7 +173,8 @@ def linear_act(input, weight, bias=None, act=None):
     if act not in _ACT_FN:
         raise ValueError(f"linear_act: act must be one of None, {', '.join(map(repr, _ACT_FN))}"
                          f", got {act!r}")
-    out = _linear_act_fused(input, weight, bias, act) if enabled else None
+    out = _linear_act_fused(input, weight, bias, act) \
+        if enabled and _autocast.State.active is None else None
     return out if out is not None else _ACT_FN[act](linear(input, weight, bias))
 
 
@@ -232,7 +236,7 @@ def pair_forward(first, second, input):
     """second(first(input)), computed as one fused op where can_fuse holds and the input is
     covered (else the two modules are called as usual)."""
     out = None
-    if can_fuse(first, second):
+    if can_fuse(first, second) and _autocast.State.active is None:   # autocast: as two ops
         act = _epilogue(second)
         if type(first) is Linear:
             out = _linear_act_fused(input, first.weight, first.bias, act)

@@ -11,6 +11,7 @@ The fused op is named after PyTorch's grad_fn of linear on a batch of vectors, A
 (PyTorch runs addmm(b, x, W^T); it records MmBackward0 without a bias and ViewBackward0 for
 inputs of more than 2 dims).
 """
+from ..._autocast import autocast_op
 import math
 
 from ... import backend
@@ -97,6 +98,7 @@ def _fusable(input, weight, bias):
                                   and bias._data.shape == weight._data.shape[:1])))
 
 
+@autocast_op("linear")
 def linear(input, weight, bias=None):
     """y = x W^T + b for input (*, in), weight (out, in) or (in,), bias (out,) or ().
 

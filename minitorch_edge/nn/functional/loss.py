@@ -19,6 +19,7 @@ re-exported from here. The helpers all three share (reduction, checks, error nam
 _reduction.py; a layer that calls these functions (nn.CrossEntropyLoss) puts its own name into
 the error messages through its `loss_name`.
 """
+from ..._autocast import autocast_op
 import warnings
 
 import numpy as np
@@ -238,6 +239,7 @@ def _as_dims(array, cdim, ndim):
     return array.reshape([-1 if d == cdim else 1 for d in range(ndim)])
 
 
+@autocast_op("nll_loss")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
     """Negative log-likelihood of log-probabilities `input` (N, C, ...) at class indices
@@ -260,6 +262,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return divide(loss.sum(), wt.sum())
 
 
+@autocast_op("cross_entropy_loss")
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
     """Cross-entropy between logits `input` (C,), (N, C) or (N, C, d1, ...) and `target`:
@@ -342,6 +345,7 @@ def _weighted(loss, weight, op, what="weight"):
     return loss * weight
 
 
+@autocast_op("binary_cross_entropy")
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
     """l = -w (t log p + (1 - t) log(1 - p)) for probabilities `input` p in [0, 1] (logs
@@ -363,6 +367,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return apply_reduction(_weighted(loss, weight, op), reduction)
 
 
+@autocast_op("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
     """l = -w (pw t log sigmoid(x) + (1 - t) log(1 - sigmoid(x)))
@@ -392,6 +397,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     return apply_reduction(_weighted(loss, weight, op), reduction)
 
 
+@autocast_op("kl_div")
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """Kullback-Leibler divergence with `input` given as log-probabilities:
     l = t (log t - input) (0 where t = 0), or with log_target: exp(t) (t - input).

@@ -10,6 +10,7 @@
 
 All are compositions of differentiable Tensor ops; the labels are constants.
 """
+from ..._autocast import autocast_op
 import numpy as np
 
 from ...ops.activation import logsigmoid
@@ -46,6 +47,7 @@ def _mask(array):
     return Tensor._make(np.asarray(array))
 
 
+@autocast_op("margin_ranking_loss")
 def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
                         reduction="mean"):
     """l = max(0, -y (x1 - x2) + margin): y = 1 asks x1 to rank higher than x2, y = -1 lower."""
@@ -60,6 +62,7 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
     return apply_reduction(clamp_min(-target * (input1 - input2) + margin, 0.0), reduction)
 
 
+@autocast_op("hinge_embedding_loss")
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
                          reduction="mean"):
     """For distances x and labels y = +-1: l = x where y = 1, max(0, margin - x) where y = -1
@@ -74,6 +77,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     return apply_reduction(margin_part + self_part, reduction)
 
 
+@autocast_op("cosine_embedding_loss")
 def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
                           reduction="mean"):
     """cos = <x1, x2> / sqrt((|x1|^2 + 1e-12)(|x2|^2 + 1e-12)) along the feature dim;
@@ -127,6 +131,7 @@ def _triplet_checks(op, anchor, positive, negative):
     _broadcast(op, ("anchor", anchor), ("positive", positive), ("negative", negative))
 
 
+@autocast_op("triplet_margin_loss")
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
                         size_average=None, reduce=None, reduction="mean"):
     """l = max(0, d(a, p) - d(a, n) + margin) with d(x, y) = ||x - y + eps||_p over the last dim;
@@ -172,6 +177,7 @@ def _rows(op, input, target):
     return x, t.astype(np.int64), C
 
 
+@autocast_op("multi_margin_loss")
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
                       reduce=None, reduction="mean"):
     """Multi-class hinge: l_i = sum_{j != y_i} w[y_i] max(0, margin - x[y_i] + x[j])^p / C."""
@@ -197,6 +203,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     return apply_reduction(loss if input.ndim == 2 else loss.squeeze(0), reduction)
 
 
+@autocast_op("multilabel_margin_loss")
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """Multi-label hinge. target holds class indices, ended by the first -1:
     l = sum_{j in Y} sum_{k not in Y} max(0, 1 - (x[j] - x[k])) / C."""

@@ -13,6 +13,7 @@ target too, as in PyTorch). When input and target shapes differ they broadcast, 
 warning, since that is almost always a bug (a (N, 1) prediction against an (N,) target gives
 an (N, N) loss).
 """
+from ..._autocast import autocast_op
 import math
 import warnings
 
@@ -66,6 +67,7 @@ def _with_weight(op, loss, input, weight, reduction, mean_by_weight=True):
     return apply_reduction(loss, reduction)
 
 
+@autocast_op("mse_loss")
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean squared error: l = (x - y)^2 (times `weight` if given)."""
     reduction = _pair("mse_loss", input, target, size_average, reduce, reduction)
@@ -73,6 +75,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     return _with_weight("mse_loss", d * d, input, weight, reduction)
 
 
+@autocast_op("l1_loss")
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean absolute error: l = |x - y| (times `weight` if given)."""
     reduction = _pair("l1_loss", input, target, size_average, reduce, reduction)
@@ -87,6 +90,7 @@ def _smooth(d, beta):
     return where(ad < beta, d * d * (0.5 / beta), ad - 0.5 * beta)
 
 
+@autocast_op("smooth_l1_loss")
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """Smooth L1: quadratic for |x - y| < beta, linear beyond (less sensitive to outliers than
     MSE, smooth at 0 unlike L1)."""
@@ -97,6 +101,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return apply_reduction(_smooth(input - target, float(beta)), reduction)
 
 
+@autocast_op("huber_loss")
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """Huber: 0.5 d^2 for |d| <= delta, delta (|d| - 0.5 delta) beyond (= delta * smooth_l1 with
     beta = delta)."""
@@ -110,12 +115,14 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     return _with_weight(op, loss, input, weight, reduction, mean_by_weight=False)
 
 
+@autocast_op("soft_margin_loss")
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """Two-class logistic loss for labels y = +-1: l = log(1 + exp(-y x)) = -logsigmoid(y x)."""
     reduction = _pair("soft_margin_loss", input, target, size_average, reduce, reduction)
     return apply_reduction(-logsigmoid(input * target), reduction)
 
 
+@autocast_op("poisson_nll_loss")
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
                      reduce=None, reduction="mean"):
     """Negative log-likelihood of a Poisson target y with rate exp(x) (log_input) or x:

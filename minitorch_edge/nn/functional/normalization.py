@@ -88,7 +88,7 @@ class Normalize(Function):
         if ctx.needs_input_grad:
             ctx.save_for_backward(x, weight, bias)
             ctx.mean, ctx.invstd, ctx.dims, ctx.eps = mean, invstd, dims, eps
-        return _dt.result_array(y, x._data.dtype)
+        return _as_input_dtype(y, x._data.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -224,7 +224,7 @@ class NativeLayerNorm(Normalize):
         if ctx.needs_input_grad:
             ctx.save_for_backward(x, weight, bias)
             ctx.mean, ctx.invstd, ctx.dims, ctx.eps = mean, rstd, dims, eps
-        return _dt.result_array(y.reshape(xd.shape), xd.dtype)
+        return _as_input_dtype(y.reshape(xd.shape), xd.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -242,7 +242,7 @@ class NativeLayerNorm(Normalize):
             b is not None and need[2])
 
         def fresh(a, like):                # (bfloat16: each result rounded once)
-            return Tensor._make(mark_fresh(_dt.result_array(a.reshape(like.shape), like.dtype)))
+            return Tensor._make(mark_fresh(_as_input_dtype(a.reshape(like.shape), like.dtype)))
         out = [None if dx is None else fresh(dx, grad._data),
                None if dw is None else fresh(dw, w._data),
                None if db is None else fresh(db, b._data)]
@@ -251,6 +251,15 @@ class NativeLayerNorm(Normalize):
 
 class NativeGroupNorm(Normalize):
     """Normalize per sample and group of channels (group_norm())."""
+
+
+def _as_input_dtype(y, np_dtype):
+    """`y` (computed in float32 or wider) as the 16-bit input's dtype: bfloat16 and float16
+    inputs keep their dtype with float32 weight and bias, as PyTorch's CPU norms (and so under
+    autocast); any other result comes back as computed."""
+    if y.dtype != np_dtype and np_dtype.itemsize == 2 and _dt.is_float_dtype(np_dtype):
+        return y.astype(np_dtype)
+    return y
 
 
 # ---- checks -------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ import operator
 
 import numpy as np
 
+from ... import _autocast
 from ...ops import rearrange as _R
 from ...ops._util import shape_str
 from ...ops.elementwise import Clone
@@ -104,6 +105,15 @@ def pad(input, pad, mode="constant", value=None):
                                   f"{', '.join(MODES)}")
     if mode == "constant":
         return _R.pad(input, pad, mode, value)
+    if _autocast.State.active is not None and mode in ("reflect", "replicate"):
+        # the ATen op PyTorch runs (reflection_pad2d, ...) decides autocast's policy
+        op = f"{'reflection' if mode == 'reflect' else 'replication'}_pad{len(pad) // 2}d"
+        return _autocast.call_as(op, _pad_by_index, input, pad, mode, value)
+    return _pad_by_index(input, pad, mode, value)
+
+
+def _pad_by_index(input, pad, mode, value):
+    """pad() for the modes that read input positions (reflect, replicate, circular)."""
     shape = tuple(input._data.shape)
     lr = _amounts(pad, shape)
     if value is not None and value != 0:

@@ -17,6 +17,7 @@ Gradients (each a Function, so double backward works):
 * max unpooling is a scatter by the given indices (MaxUnpool2D); its gradient gathers at them.
 1-D pooling runs the 2-D kernels on a height-1 image.
 """
+from ..._autocast import autocast_op
 import operator
 
 import numpy as np
@@ -396,6 +397,7 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd, o
     return _from_4d(y, batched, nd)
 
 
+@autocast_op("max_unpool2d")
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """The partial inverse of max_pool2d: y = zeros of shape (N, C, oH, oW) (or (C, oH, oW))
     with y.flat[indices[k]] = input[k] per plane, where `indices` are the flat positions

@@ -10,6 +10,7 @@ GLU (gated linear unit) halves its input along a dim into (a, b) and gives a * s
 functional form `glu` lives here too, one Function (`Glu`, PyTorch's GluBackward0) whose
 backward is written with Tensor ops.
 """
+from ..._autocast import autocast_op
 import warnings
 
 import numpy as np
@@ -405,6 +406,7 @@ class Softmin(_SoftmaxBase):
 
 
 # ---- PReLU --------------------------------------------------------------------------------------
+@autocast_op("prelu")
 def prelu(input, weight):
     """y = x where x > 0, else weight * x; weight has one entry (shared) or one per channel
     (dim 1 of the input; an input with fewer than 2 dims has one channel).
