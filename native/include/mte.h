@@ -81,6 +81,7 @@ MTE_API const char *mte_status_string(int status); /* "MTE_EINVAL: invalid argum
 #define MTE_CPU_ARM_FP16 (1ull << 22)
 #define MTE_CPU_ARM_I8MM (1ull << 23)
 #define MTE_CPU_ARM_SVE (1ull << 24)
+#define MTE_CPU_ARM_BF16 (1ull << 25) /* FEAT_BF16: BFDOT, BFMMLA (HWCAP2_BF16) */
 
 /* Features of the CPU we run on (detected once, then cached). */
 MTE_API uint64_t mte_cpu_features(void);
