@@ -1,0 +1,113 @@
+"""Half-precision GEMM benchmark: libmte's bfloat16 and float16 GEMM against our float32 GEMM
+and PyTorch's CPU bf16 matmul, in one run (issue 18's kernel target).
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/amp.py [--threads 1 2]
+        [--sizes 256 512 1024 2048] [--repeats 9] [--json out.json]
+
+For each n (square n x n x n products; inputs random normal, already in their dtype, so the
+timed call is the product alone): the median time of `_C.matmul` (float32), `_C.half_gemm`
+on bfloat16 and on float16 (ml_dtypes / numpy arrays, results in their own dtype), and
+`torch.matmul` on bfloat16 tensors; GFLOP/s, our bf16 speed-up over our float32 GEMM, and
+the fraction of the bf16 peak: `_C.bf16_peak_gflops` (one core's VDPBF16PS / BFDOT loop,
+times the thread count, measured in the same run; the fp32 FMA peak where the CPU has no bf16
+arithmetic). Medians of `repeats` timings (more for short calls).
+"""
+import argparse
+import json
+import os
+import statistics
+import time
+
+import ml_dtypes
+import numpy as np
+
+from minitorch_edge import _C
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+
+def median_ms(fn, repeats, warmup=2, min_seconds=0.3):
+    for _ in range(warmup):
+        fn()
+    t0 = time.perf_counter()
+    fn()
+    once = max(time.perf_counter() - t0, 1e-6)
+    times = []
+    for _ in range(max(repeats, min(200, int(min_seconds / once)))):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return 1e3 * statistics.median(times)
+
+
+def run(threads, sizes, repeats):
+    _C.set_num_threads(threads)
+    if torch is not None:
+        torch.set_num_threads(threads)
+    peak = _C.bf16_peak_gflops(0.3) * threads
+    fpeak = _C.peak_gflops(0.3) * threads
+    rows = []
+    rng = np.random.default_rng(0)
+    for n in sizes:
+        a32 = rng.standard_normal((n, n)).astype(np.float32)
+        b32 = rng.standard_normal((n, n)).astype(np.float32)
+        abf, bbf = a32.astype(ml_dtypes.bfloat16), b32.astype(ml_dtypes.bfloat16)
+        af16, bf16_ = a32.astype(np.float16), b32.astype(np.float16)
+        flops = 2.0 * n ** 3
+        row = {"n": n,
+               "f32_ms": median_ms(lambda: _C.matmul(a32, b32), repeats),
+               "bf16_ms": median_ms(lambda: _C.half_gemm(abf, bbf), repeats),
+               "fp16_ms": median_ms(lambda: _C.half_gemm(af16, bf16_), repeats)}
+        if torch is not None:
+            ta, tb = torch.from_numpy(a32).bfloat16(), torch.from_numpy(b32).bfloat16()
+            row["torch_bf16_ms"] = median_ms(lambda: torch.matmul(ta, tb), repeats)
+        for k in [k for k in row if k.endswith("_ms")]:
+            row[k.replace("_ms", "_gflops")] = flops / (row[k] * 1e-3) * 1e-9
+        row["bf16_speedup"] = row["f32_ms"] / row["bf16_ms"]
+        row["fp16_speedup"] = row["f32_ms"] / row["fp16_ms"]
+        row["bf16_peak_frac"] = row["bf16_gflops"] / peak
+        row["f32_peak_frac"] = row["f32_gflops"] / fpeak
+        rows.append(row)
+    return {"threads": threads, "isa": _C.active_isa(), "bf16_path": _C.half_gemm_path(
+        ml_dtypes.bfloat16), "fp16_path": _C.half_gemm_path(np.float16),
+        "bf16_peak_gflops": peak, "f32_peak_gflops": fpeak, "rows": rows}
+
+
+def report(r):
+    print(f"threads {r['threads']}, isa {r['isa']}; bf16: {r['bf16_path']}, fp16: "
+          f"{r['fp16_path']}; peaks: bf16 {r['bf16_peak_gflops']:.0f}, fp32 "
+          f"{r['f32_peak_gflops']:.0f} GFLOP/s")
+    head = (f"{'n':>5} {'f32 ms':>8} {'bf16 ms':>8} {'fp16 ms':>8} {'torch bf16':>10} "
+            f"{'bf16/f32':>8} {'fp16/f32':>8} {'bf16 GF/s':>9} {'%bf16pk':>7} {'%f32pk':>6} "
+            f"{'torch/ours':>10}")
+    print(head)
+    for x in r["rows"]:
+        t = x.get("torch_bf16_ms", float("nan"))
+        print(f"{x['n']:>5} {x['f32_ms']:>8.2f} {x['bf16_ms']:>8.2f} {x['fp16_ms']:>8.2f} "
+              f"{t:>10.2f} {x['bf16_speedup']:>7.2f}x {x['fp16_speedup']:>7.2f}x "
+              f"{x['bf16_gflops']:>9.0f} {100 * x['bf16_peak_frac']:>6.0f}% "
+              f"{100 * x['f32_peak_frac']:>5.0f}% {t / x['bf16_ms']:>9.2f}x")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    p.add_argument("--sizes", type=int, nargs="+", default=[256, 512, 1024, 2048])
+    p.add_argument("--repeats", type=int, default=9)
+    p.add_argument("--json")
+    args = p.parse_args()
+    results = []
+    for t in args.threads:
+        results.append(run(t, args.sizes, args.repeats))
+        report(results[-1])
+    if args.json:
+        with open(args.json + ".tmp", "w") as f:
+            json.dump(results, f, indent=1)
+        os.replace(args.json + ".tmp", args.json)
+
+
+if __name__ == "__main__":
+    main()
