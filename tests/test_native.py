@@ -214,7 +214,7 @@ def test_every_isa_in_process():
 
 
 FAMILIES = {"sgemm", "epilogue", "im2col", "depthwise3x3", "depthwise", "pool", "winograd",
-            "rowwise", "attention", "qgemm", "qdepthwise", "convdirect", "qelem"}
+            "rowwise", "attention", "qgemm", "qdepthwise", "convdirect", "qelem", "bf16"}
 BASE_ISA = {"avx512vnni": "avx512", "neondot": "neon"}  # rows that add int8 kernels to another
 
 

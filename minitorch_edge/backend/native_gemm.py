@@ -80,6 +80,8 @@ def _half_2d(a, b):
 def _half_batched(a, b):
     """_C.matmul's contract (a (B, m, k) or (m, k), b (B, k, n) or (k, n), C-contiguous) for
     bfloat16 / float16: one _C.half_gemm per matrix of the batch."""
+    if a.ndim == 2 and b.ndim == 2:
+        return _C.half_gemm(a, b)
     n_batch = a.shape[0] if a.ndim == 3 else b.shape[0]
     out = np.empty((n_batch, a.shape[-2], b.shape[-1]), a.dtype)
     for i in range(n_batch):
