@@ -252,3 +252,22 @@ def test_bad_input_raises_clear_errors():
         _C.half_conv2d(np.ones((1, 1, 2, 2), BF16), np.ones((1, 1, 3, 3), BF16))
     with pytest.raises(TypeError, match="float32_to_half: dtype must be bfloat16"):
         _C.float32_to_half(np.ones(3, np.float32), np.int16)
+
+
+@pytest.mark.parametrize("dt", HALVES, ids=["bf16", "fp16"])
+def test_conv2d_backward_with_half_inputs(dt):
+    rng = np.random.default_rng(6)
+    x, w = rand((2, 4, 7, 6), dt, rng), rand((6, 2, 3, 3), dt, rng)
+    geom = ((2, 1), (1, 1, 0, 2), (1, 1), 2)
+    gy = rand(ref.conv2d(x.astype(np.float32), w.astype(np.float32), None, *geom).shape, dt, rng)
+    for name, args in (("conv2d_backward_input", (gy, w, x.shape)),
+                       ("conv2d_backward_weight", (gy, x, w.shape))):
+        got = getattr(native_conv, name)(*args, *geom)
+        twin = getattr(ref, name)(*args, *geom)
+        exact = getattr(ref, name)(*[a.astype(np.float64) if isinstance(a, np.ndarray) else a
+                                     for a in args], *geom)
+        mag = getattr(ref, name)(*[np.abs(a.astype(np.float64)) if isinstance(a, np.ndarray)
+                                   else a for a in args], *geom)
+        assert got.dtype == twin.dtype == dt, name
+        assert_rounded(got, exact, mag, 200, dt)
+        assert_rounded(twin, exact, mag, 200, dt)

@@ -300,7 +300,12 @@ def _depthwise3x3_backward_stride(x_shape, w_shape, grad_shape, stride, padding,
 
 
 def conv2d_backward_input(grad_y, w, x_shape, stride, padding, dilation, groups):
-    """numpy_backend.conv2d_backward_input, computed natively."""
+    """numpy_backend.conv2d_backward_input, computed natively (bfloat16 / float16: by the
+    float32 kernels on widened copies, rounded once, as the twin)."""
+    if _ref.is_half_pair(grad_y, w):
+        return _C.float32_to_half(conv2d_backward_input(
+            _C.half_to_float32(_c(grad_y)), _C.half_to_float32(_c(w)), x_shape, stride,
+            padding, dilation, groups), w.dtype)
     if not _native(grad_y, w):
         return _ref.conv2d_backward_input(grad_y, w, x_shape, stride, padding, dilation, groups)
     geom = _geom(stride, padding, dilation) + (groups,)
@@ -312,7 +317,12 @@ def conv2d_backward_input(grad_y, w, x_shape, stride, padding, dilation, groups)
 
 
 def conv2d_backward_weight(grad_y, x, w_shape, stride, padding, dilation, groups):
-    """numpy_backend.conv2d_backward_weight, computed natively."""
+    """numpy_backend.conv2d_backward_weight, computed natively (bfloat16 / float16: by the
+    float32 kernels on widened copies, rounded once, as the twin)."""
+    if _ref.is_half_pair(grad_y, x):
+        return _C.float32_to_half(conv2d_backward_weight(
+            _C.half_to_float32(_c(grad_y)), _C.half_to_float32(_c(x)), w_shape, stride,
+            padding, dilation, groups), x.dtype)
     if not _native(grad_y, x):
         return _ref.conv2d_backward_weight(grad_y, x, w_shape, stride, padding, dilation, groups)
     geom = _geom(stride, padding, dilation) + (groups,)

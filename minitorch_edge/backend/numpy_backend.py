@@ -241,7 +241,11 @@ def conv2d_prepare(x_shape, w, bias, stride, padding, dilation, groups, act=None
 def conv2d_backward_input(grad_y, w, x_shape, stride, padding, dilation, groups):
     """dL/dx of conv2d for dL/dy = grad_y (also the forward of a transposed convolution):
     cols = W^T @ grad_y per group, then col2im. Only the Ho x Wo outputs in grad_y are used, so
-    x_shape may hold rows no window reaches (their gradient is 0)."""
+    x_shape may hold rows no window reaches (their gradient is 0). bfloat16 / float16: in
+    float32, rounded once."""
+    if is_half_pair(grad_y, w):
+        return conv2d_backward_input(_f32(grad_y), _f32(w), x_shape, stride, padding, dilation,
+                                     groups).astype(w.dtype)
     o, cg, kh, kw = w.shape
     ho, wo = grad_y.shape[2:]
     wt = w.reshape(groups, o // groups, cg * kh * kw).transpose(0, 2, 1)
@@ -251,7 +255,10 @@ def conv2d_backward_input(grad_y, w, x_shape, stride, padding, dilation, groups)
 
 def conv2d_backward_weight(grad_y, x, w_shape, stride, padding, dilation, groups):
     """dL/dw of conv2d for dL/dy = grad_y: grad_y @ cols^T per group (one GEMM over the
-    N*Ho*Wo output pixels). Returns w_shape."""
+    N*Ho*Wo output pixels). Returns w_shape. bfloat16 / float16: in float32, rounded once."""
+    if is_half_pair(grad_y, x):
+        return conv2d_backward_weight(_f32(grad_y), _f32(x), w_shape, stride, padding,
+                                      dilation, groups).astype(x.dtype)
     _, _, kh, kw = w_shape
     ho, wo = grad_y.shape[2:]
     cols = _im2col(x, kh, kw, ho, wo, stride, padding, dilation, groups)
