@@ -69,11 +69,40 @@ static mte_half_narrow_fn narrow_of(const mte_bf16_kernel *k, int dt) {
 
 /* ---------------------------------------------------------------- packing: widen */
 
+/* `rows` runs of kc 16-bit values (run r at src + r*ld) widened and transposed into one
+ * float32 panel of width w: dst[p*w + r], runs past `rows` zero. With the float32 kernel's
+ * transposing packer (pack_b_trans: register transposes) on widened chunks of TCHUNK
+ * values; without one, widened runs scattered with stride w. */
+#define TCHUNK 64
+#define TMAX_W 64
+static void widen_transposed(const mte_sgemm_kernel *sk, mte_half_widen_fn widen, int w,
+                             int64_t rows, int64_t kc, const uint16_t *src, int64_t ld,
+                             float *MTE_RESTRICT dst) {
+  if (sk->pack_b_trans && w <= TMAX_W) {
+    float tmp[TMAX_W * TCHUNK] __attribute__((aligned(MTE_ALIGN)));
+    for (int64_t p = 0; p < kc; p += TCHUNK) {
+      const int64_t n = min64(TCHUNK, kc - p);
+      for (int64_t r = 0; r < rows; ++r) widen(src + r * ld + p, tmp + r * TCHUNK, n);
+      sk->pack_b_trans(w, rows, n, tmp, TCHUNK, 0, 0, dst + p * w);
+    }
+    return;
+  }
+  float tmp[CHUNK];
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t p = 0; p < kc; p += CHUNK) {
+      const int64_t n = min64(CHUNK, kc - p);
+      widen(src + r * ld + p, tmp, n);
+      for (int64_t t = 0; t < n; ++t) dst[(p + t) * w + r] = tmp[t];
+    }
+  for (int64_t r = rows; r < w; ++r)
+    for (int64_t p = 0; p < kc; ++p) dst[p * w + r] = 0.0f;
+}
+
 /* rows [i0, i0+rows) x k [p0, p0+kc) of op(A) as float32 MR-tall panels
  * dst[t*mr*kc + p*mr + r] (gemm.c's layout); rows past `rows` are zero */
-static void pack_a_widen(mte_half_widen_fn widen, int mr, int64_t rows, int64_t kc,
-                         const uint16_t *A, int64_t lda, int trans, int64_t i0, int64_t p0,
-                         float *MTE_RESTRICT out) {
+static void pack_a_widen(const mte_sgemm_kernel *sk, mte_half_widen_fn widen, int mr,
+                         int64_t rows, int64_t kc, const uint16_t *A, int64_t lda, int trans,
+                         int64_t i0, int64_t p0, float *MTE_RESTRICT out) {
   for (int64_t ir = 0; ir < rows; ir += mr) {
     const int64_t m = min64(mr, rows - ir);
     float *dst = out + ir * kc;
@@ -83,42 +112,26 @@ static void pack_a_widen(mte_half_widen_fn widen, int mr, int64_t rows, int64_t 
         widen(A + (p0 + p) * lda + i0 + ir, d, m);
         for (int64_t r = m; r < mr; ++r) d[r] = 0.0f;
       }
-    } else { /* each row contiguous along k: widen a run, scatter it with stride mr */
-      float tmp[CHUNK];
-      for (int64_t r = 0; r < m; ++r)
-        for (int64_t p = 0; p < kc; p += CHUNK) {
-          const int64_t n = min64(CHUNK, kc - p);
-          widen(A + (i0 + ir + r) * lda + p0 + p, tmp, n);
-          for (int64_t t = 0; t < n; ++t) dst[(p + t) * mr + r] = tmp[t];
-        }
-      for (int64_t r = m; r < mr; ++r)
-        for (int64_t p = 0; p < kc; ++p) dst[p * mr + r] = 0.0f;
+    } else { /* each row contiguous along k: a transpose of m rows */
+      widen_transposed(sk, widen, mr, m, kc, A + (i0 + ir) * lda + p0, lda, dst);
     }
   }
 }
 
 /* columns [j, j+cols) x k [p0, p0+kc) of op(B) as one float32 NR-wide panel
  * dst[p*nr + c]; columns past `cols` are zero */
-static void pack_b_widen(mte_half_widen_fn widen, int nr, int64_t cols, int64_t kc,
-                         const uint16_t *B, int64_t ldb, int trans, int64_t j, int64_t p0,
-                         float *MTE_RESTRICT dst) {
-  if (!trans) {
-    for (int64_t p = 0; p < kc; ++p) {
-      float *d = dst + p * nr;
-      widen(B + (p0 + p) * ldb + j, d, cols);
-      for (int64_t c = cols; c < nr; ++c) d[c] = 0.0f;
-    }
+static void pack_b_widen(const mte_sgemm_kernel *sk, mte_half_widen_fn widen, int nr,
+                         int64_t cols, int64_t kc, const uint16_t *B, int64_t ldb, int trans,
+                         int64_t j, int64_t p0, float *MTE_RESTRICT dst) {
+  if (trans) {
+    widen_transposed(sk, widen, nr, cols, kc, B + j * ldb + p0, ldb, dst);
     return;
   }
-  float tmp[CHUNK];
-  for (int64_t c = 0; c < cols; ++c)
-    for (int64_t p = 0; p < kc; p += CHUNK) {
-      const int64_t n = min64(CHUNK, kc - p);
-      widen(B + (j + c) * ldb + p0 + p, tmp, n);
-      for (int64_t t = 0; t < n; ++t) dst[(p + t) * nr + c] = tmp[t];
-    }
-  for (int64_t c = cols; c < nr; ++c)
-    for (int64_t p = 0; p < kc; ++p) dst[p * nr + c] = 0.0f;
+  for (int64_t p = 0; p < kc; ++p) {
+    float *d = dst + p * nr;
+    widen(B + (p0 + p) * ldb + j, d, cols);
+    for (int64_t c = cols; c < nr; ++c) d[c] = 0.0f;
+  }
 }
 
 /* ---------------------------------------------------------------- packing: pairs */
@@ -297,7 +310,7 @@ static void run_gemm(const half_args *g, const half_plan *pl, uint32_t *bpack,
           if (pl->pairs)
             pack_b_pairs((int)nr, cols, kc, g->B, g->ldb, g->trans_b, jc + q * nr, pc, dst);
           else
-            pack_b_widen(pl->widen, (int)nr, cols, kc, g->B, g->ldb, g->trans_b, jc + q * nr,
+            pack_b_widen(pl->sk, pl->widen, (int)nr, cols, kc, g->B, g->ldb, g->trans_b, jc + q * nr,
                          pc, (float *)dst);
         }
         int64_t packed_ic = -1;
@@ -311,7 +324,7 @@ static void run_gemm(const half_args *g, const half_plan *pl, uint32_t *bpack,
             if (pl->pairs)
               pack_a_pairs((int)mr, mc, kc, g->A, g->lda, g->trans_a, ic, pc, apack);
             else
-              pack_a_widen(pl->widen, (int)mr, mc, kc, g->A, g->lda, g->trans_a, ic, pc,
+              pack_a_widen(pl->sk, pl->widen, (int)mr, mc, kc, g->A, g->lda, g->trans_a, ic, pc,
                            (float *)apack);
             packed_ic = ic;
           }
