@@ -10,7 +10,8 @@ on bfloat16 and on float16 (ml_dtypes / numpy arrays, results in their own dtype
 `torch.matmul` on bfloat16 tensors; GFLOP/s, our bf16 speed-up over our float32 GEMM, and
 the fraction of the bf16 peak: `_C.bf16_peak_gflops` (one core's VDPBF16PS / BFDOT loop,
 times the thread count, measured in the same run; the fp32 FMA peak where the CPU has no bf16
-arithmetic). Medians of `repeats` timings (more for short calls). Runs with glibc's
+arithmetic). Medians of `repeats` timings (more for short calls), the four variants timed
+in turns. Runs with glibc's
 MALLOC_MMAP_THRESHOLD_ / MALLOC_TRIM_THRESHOLD_ raised (it re-executes itself once with them).
 """
 import argparse
@@ -39,18 +40,25 @@ except ImportError:
     torch = None
 
 
-def median_ms(fn, repeats, warmup=2, min_seconds=0.3):
-    for _ in range(warmup):
-        fn()
-    t0 = time.perf_counter()
-    fn()
-    once = max(time.perf_counter() - t0, 1e-6)
-    times = []
-    for _ in range(max(repeats, min(200, int(min_seconds / once)))):
+def medians_ms(fns, repeats, warmup=2, min_seconds=0.3):
+    """{name: median ms} of the callables in `fns`, timed in turns (one call of each per
+    round), so that a burst of load from other processes hits all of them alike; at least
+    `repeats` rounds, more for short calls (about min_seconds per callable)."""
+    once = {}
+    for name, fn in fns.items():
+        for _ in range(warmup):
+            fn()
         t0 = time.perf_counter()
         fn()
-        times.append(time.perf_counter() - t0)
-    return 1e3 * statistics.median(times)
+        once[name] = max(time.perf_counter() - t0, 1e-6)
+    rounds = max(repeats, min(300, int(min_seconds / max(once.values()))))
+    times = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return {name: 1e3 * statistics.median(t) for name, t in times.items()}
 
 
 def run(threads, sizes, repeats):
@@ -67,13 +75,13 @@ def run(threads, sizes, repeats):
         abf, bbf = a32.astype(ml_dtypes.bfloat16), b32.astype(ml_dtypes.bfloat16)
         af16, bf16_ = a32.astype(np.float16), b32.astype(np.float16)
         flops = 2.0 * n ** 3
-        row = {"n": n,
-               "f32_ms": median_ms(lambda: _C.matmul(a32, b32), repeats),
-               "bf16_ms": median_ms(lambda: _C.half_gemm(abf, bbf), repeats),
-               "fp16_ms": median_ms(lambda: _C.half_gemm(af16, bf16_), repeats)}
+        fns = {"f32_ms": lambda: _C.matmul(a32, b32),
+               "bf16_ms": lambda: _C.half_gemm(abf, bbf),
+               "fp16_ms": lambda: _C.half_gemm(af16, bf16_)}
         if torch is not None:
             ta, tb = torch.from_numpy(a32).bfloat16(), torch.from_numpy(b32).bfloat16()
-            row["torch_bf16_ms"] = median_ms(lambda: torch.matmul(ta, tb), repeats)
+            fns["torch_bf16_ms"] = lambda: torch.matmul(ta, tb)
+        row = {"n": n, **medians_ms(fns, repeats)}
         for k in [k for k in row if k.endswith("_ms")]:
             row[k.replace("_ms", "_gflops")] = flops / (row[k] * 1e-3) * 1e-9
         row["bf16_speedup"] = row["f32_ms"] / row["bf16_ms"]
