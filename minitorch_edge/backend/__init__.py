@@ -107,6 +107,9 @@ qadd_prepare           = _kernel("qadd_prepare",           *_Q, "int8")
 quantize               = _kernel("quantize",               *_Q, "int8")
 dequantize             = _kernel("dequantize",             *_Q, "int8")
 requantize             = _kernel("requantize",             *_Q, "int8")
+# bfloat16 / float16 (matmul, linear and conv2d route those dtypes here natively too)
+half_gemm              = _kernel("half_gemm",              "native_gemm", "bf16", "bf16")
+half_conv2d            = _kernel("half_conv2d",            "native_conv", "bf16", "bf16")
 # ----------------------------------------------------------------------------------------------
 __all__ += list(KERNELS)
 

@@ -55,7 +55,8 @@ from .. import _C  # ImportError when the extension is not built
 from . import numpy_backend as _ref
 from . import prepared
 
-__all__ = ["conv2d", "conv2d_prepare", "conv2d_backward_input", "conv2d_backward_weight"]
+__all__ = ["conv2d", "conv2d_prepare", "conv2d_backward_input", "conv2d_backward_weight",
+           "half_conv2d"]
 
 # the kernel sets the conv route uses besides "conv2d" (which the dispatch table checks)
 _DEPTHWISE = "depthwise3x3" in _C.kernels()
@@ -180,6 +181,14 @@ def conv2d(x, w, bias, stride, padding, dilation, groups, act=None, residual=Non
            inference=False, out=None):
     """numpy_backend.conv2d (same arguments and result), computed natively; with `out` the
     kernels write the result there (no allocation)."""
+    if (_ref.is_half_pair(x, w) and act in _ref.ACTIVATIONS and residual is None and out is None
+            and x.ndim == 4 and w.ndim == 4):
+        # bfloat16 / float16: im2col + libmte's half-precision GEMM; an activation on the
+        # float32 result, then the one rounding (the twin's rule)
+        y = _C.half_conv2d(_c(x), _c(w), None if bias is None else _c(bias.astype(_F32)),
+                           tuple(stride), tuple(padding), tuple(dilation), groups,
+                           out_float32=act is not None)
+        return y if act is None else _ref.epilogue_activation(y, act, "conv2d").astype(x.dtype)
     if act not in _ref.ACTIVATIONS or not _native(x, w, bias, residual, out):
         return _ref.conv2d(x, w, bias, stride, padding, dilation, groups, act, residual,
                            out=out)
@@ -291,7 +300,12 @@ def _depthwise3x3_backward_stride(x_shape, w_shape, grad_shape, stride, padding,
 
 
 def conv2d_backward_input(grad_y, w, x_shape, stride, padding, dilation, groups):
-    """numpy_backend.conv2d_backward_input, computed natively."""
+    """numpy_backend.conv2d_backward_input, computed natively (bfloat16 / float16: by the
+    float32 kernels on widened copies, rounded once, as the twin)."""
+    if _ref.is_half_pair(grad_y, w):
+        return _C.float32_to_half(conv2d_backward_input(
+            _C.half_to_float32(_c(grad_y)), _C.half_to_float32(_c(w)), x_shape, stride,
+            padding, dilation, groups), w.dtype)
     if not _native(grad_y, w):
         return _ref.conv2d_backward_input(grad_y, w, x_shape, stride, padding, dilation, groups)
     geom = _geom(stride, padding, dilation) + (groups,)
@@ -303,7 +317,12 @@ def conv2d_backward_input(grad_y, w, x_shape, stride, padding, dilation, groups)
 
 
 def conv2d_backward_weight(grad_y, x, w_shape, stride, padding, dilation, groups):
-    """numpy_backend.conv2d_backward_weight, computed natively."""
+    """numpy_backend.conv2d_backward_weight, computed natively (bfloat16 / float16: by the
+    float32 kernels on widened copies, rounded once, as the twin)."""
+    if _ref.is_half_pair(grad_y, x):
+        return _C.float32_to_half(conv2d_backward_weight(
+            _C.half_to_float32(_c(grad_y)), _C.half_to_float32(_c(x)), w_shape, stride,
+            padding, dilation, groups), x.dtype)
     if not _native(grad_y, x):
         return _ref.conv2d_backward_weight(grad_y, x, w_shape, stride, padding, dilation, groups)
     geom = _geom(stride, padding, dilation) + (groups,)
@@ -311,3 +330,13 @@ def conv2d_backward_weight(grad_y, x, w_shape, stride, padding, dilation, groups
     s = _depthwise3x3_backward_stride(x.shape, w_shape, grad_y.shape, *geom)
     return (_C.depthwise3x3_backward_weight(grad_y, x, s) if s is not None
             else _C.conv2d_backward_weight(grad_y, x, w_shape, *geom))
+
+
+def half_conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, out_float32=False):
+    """numpy_backend.half_conv2d (same arguments; values to float32 accumulation order) as
+    libmte's mte_half_conv2d: im2col on the 16-bit values, then the half-precision GEMM per
+    image and group (native/include/mte_bf16.h)."""
+    _ref._check_half_pair("half_conv2d", x, w, "x", "w")
+    bias = None if bias is None else _c(np.asarray(bias).astype(_F32))
+    return _C.half_conv2d(_c(x), _c(w), bias, stride, padding, dilation, groups,
+                          out_float32=bool(out_float32))

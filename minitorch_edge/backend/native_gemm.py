@@ -26,7 +26,7 @@ import numpy as np
 from .. import _C  # ImportError when the extension is not built
 from . import numpy_backend as _ref
 
-__all__ = ["matmul", "linear", "gemm_epilogue"]
+__all__ = ["matmul", "linear", "gemm_epilogue", "half_gemm"]
 
 
 def _batched(x, batch_shape, n_batch):
@@ -47,18 +47,59 @@ def matmul(a, b):
     float32 rounding); anything the native kernel does not cover falls back to np.matmul.
     """
     # exact ndarrays only: subclasses (np.matrix...) and array-likes keep numpy's behaviour
-    if (type(a) is not np.ndarray or type(b) is not np.ndarray
-            or a.dtype != np.float32 or b.dtype != np.float32 or a.ndim == 0 or b.ndim == 0):
+    if type(a) is not np.ndarray or type(b) is not np.ndarray or a.ndim == 0 or b.ndim == 0:
+        return _ref.matmul(a, b)
+    if _ref.is_half_pair(a, b):  # bfloat16 / float16: libmte's half-precision GEMM
+        return _matmul_of(a, b, _half_2d, _half_batched)
+    if a.dtype != np.float32 or b.dtype != np.float32:
         return np.matmul(a, b)
+    return _matmul_of(a, b, _f32_2d, _C.matmul)
+
+
+def _f32_2d(a, b):
+    """a @ b for 2-D float32 a, b, each C-contiguous or the transpose of a C-contiguous array
+    (read in place); None for any other layout."""
+    a_t = not a.flags.c_contiguous and a.T.flags.c_contiguous
+    b_t = not b.flags.c_contiguous and b.T.flags.c_contiguous
+    if not ((a_t or a.flags.c_contiguous) and (b_t or b.flags.c_contiguous)):
+        return None
+    if not (a_t or b_t):
+        return _C.matmul(a, b)
+    return _C.sgemm(a.T if a_t else a, b.T if b_t else b, trans_a=a_t, trans_b=b_t)
+
+
+def _half_2d(a, b):
+    """_f32_2d for bfloat16 / float16: _C.half_gemm, the result in their dtype."""
+    a_t = not a.flags.c_contiguous and a.T.flags.c_contiguous
+    b_t = not b.flags.c_contiguous and b.T.flags.c_contiguous
+    if not ((a_t or a.flags.c_contiguous) and (b_t or b.flags.c_contiguous)):
+        return None
+    return _C.half_gemm(a.T if a_t else a, b.T if b_t else b, trans_a=a_t, trans_b=b_t)
+
+
+def _half_batched(a, b):
+    """_C.matmul's contract (a (B, m, k) or (m, k), b (B, k, n) or (k, n), C-contiguous) for
+    bfloat16 / float16: one _C.half_gemm per matrix of the batch."""
+    if a.ndim == 2 and b.ndim == 2:
+        return _C.half_gemm(a, b)
+    n_batch = a.shape[0] if a.ndim == 3 else b.shape[0]
+    out = np.empty((n_batch, a.shape[-2], b.shape[-1]), a.dtype)
+    for i in range(n_batch):
+        out[i] = _C.half_gemm(a[i] if a.ndim == 3 else a, b[i] if b.ndim == 3 else b)
+    return out
+
+
+def _matmul_of(a, b, mm_2d, mm_batched):
+    """np.matmul(a, b) by mm_2d (2-D operands, transposed views in place) and mm_batched
+    (_C.matmul's contract), with np.matmul's 1-D and broadcasting rules done here."""
     if a.ndim == 2 and b.ndim == 2 and a.shape[1] == b.shape[0]:
         # the common case (Linear, and its backward's transposed views): no copies, the
         # kernel reads a transposed operand in place
-        a_t = not a.flags.c_contiguous and a.T.flags.c_contiguous
-        b_t = not b.flags.c_contiguous and b.T.flags.c_contiguous
-        if (a_t or a.flags.c_contiguous) and (b_t or b.flags.c_contiguous):
-            if not (a_t or b_t):
-                return _C.matmul(a, b)
-            return _C.sgemm(a.T if a_t else a, b.T if b_t else b, trans_a=a_t, trans_b=b_t)
+        out = mm_2d(a, b)
+        if out is not None:
+            return out
+        # the common case (Linear, and its backward's transposed views): no copies, the
+        # kernel reads a transposed operand in place
     a_arr, b_arr = a, b
 
     # np.matmul's 1-D rules: a (K,) is a row (1, K); b (K,) is a column (K, 1); the
@@ -78,9 +119,9 @@ def matmul(a, b):
         # one shared b (e.g. a Linear layer's weight): fold the batch into the rows of a,
         # so b is packed once for a single (n_batch*m, k) @ (k, n) product
         a_rows = np.ascontiguousarray(a2).reshape(n_batch * m, k)
-        out = _C.matmul(a_rows, np.ascontiguousarray(b2.reshape(k, n)))
+        out = mm_batched(a_rows, np.ascontiguousarray(b2.reshape(k, n)))
     else:
-        out = _C.matmul(_batched(a2, batch_shape, n_batch), _batched(b2, batch_shape, n_batch))
+        out = mm_batched(_batched(a2, batch_shape, n_batch), _batched(b2, batch_shape, n_batch))
     out = out.reshape(batch_shape + (m, n))
     if a_arr.ndim == 1:
         out = out[..., 0, :]
@@ -142,6 +183,10 @@ def linear(x, w, bias=None, act=None, out=None):
     transposed in place, with the bias and the activation applied in its epilogue; other
     dtypes or layouts go to the twin. With `out` the GEMM writes the result there
     (returned)."""
+    if (_ref.is_half_pair(x, w) and x.ndim == 2 and w.ndim == 2 and x.shape[1] == w.shape[1]
+            and act in _ref.ACTIVATIONS and out is None
+            and (bias is None or (type(bias) is np.ndarray and bias.shape == w.shape[:1]))):
+        return _half_linear(x, w, bias, act)
     if (type(x) is not np.ndarray or type(w) is not np.ndarray or x.dtype != np.float32
             or w.dtype != np.float32 or x.ndim != 2 or w.ndim != 2
             or x.shape[1] != w.shape[1] or w.shape[0] < _LINEAR_MIN_OUT
@@ -158,3 +203,34 @@ def linear(x, w, bias=None, act=None, out=None):
     if w.T.flags.c_contiguous:
         return _C.sgemm(x, w.T, bias=bias, act=act, out=out)
     return _ref.linear(x, w, bias, act, out=out)
+
+
+def _half_linear(x, w, bias, act):
+    """linear for bfloat16 / float16 x and w: one half-precision GEMM reading w transposed
+    in place, the float32 bias added before the single rounding; an activation is applied to
+    the float32 result first, so it too is rounded once (the twin's rule)."""
+    bias = None if bias is None else np.ascontiguousarray(bias, dtype=np.float32)
+    x = np.ascontiguousarray(x)
+    w_t = not w.flags.c_contiguous and w.T.flags.c_contiguous
+    w = w.T if w_t else np.ascontiguousarray(w)
+    y = _C.half_gemm(x, w, trans_b=not w_t, bias=bias, out_float32=act is not None)
+    if act is None:
+        return y
+    return _ref.epilogue_activation(y, act, "linear").astype(x.dtype)
+
+
+def half_gemm(a, b, trans_a=False, trans_b=False, bias=None, bias_mode="col",
+              out_float32=False):
+    """numpy_backend.half_gemm (same arguments; values to float32 accumulation order) as one
+    libmte half-precision GEMM: VDPBF16PS / BFDOT for bfloat16 where the CPU has them, else
+    float32 microkernels on panels widened in the packing (native/include/mte_bf16.h).
+    Transposed views are read in place."""
+    _ref._check_half_pair("half_gemm", a, b, "a", "b")
+    if not a.flags.c_contiguous and a.T.flags.c_contiguous:
+        a, trans_a = a.T, not trans_a
+    if not b.flags.c_contiguous and b.T.flags.c_contiguous:
+        b, trans_b = b.T, not trans_b
+    bias = None if bias is None else np.ascontiguousarray(bias, dtype=np.float32)
+    return _C.half_gemm(np.ascontiguousarray(a), np.ascontiguousarray(b), trans_a=bool(trans_a),
+                        trans_b=bool(trans_b), bias=bias, bias_mode=bias_mode,
+                        out_float32=bool(out_float32))

@@ -15,8 +15,52 @@ NAME = "numpy"
 
 
 def matmul(a, b):
-    """np.matmul semantics: 1-D, 2-D and batched (broadcast) matrix products."""
+    """np.matmul semantics: 1-D, 2-D and batched (broadcast) matrix products. bfloat16 or
+    float16 operands of one dtype are multiplied in float32 and the result rounded once to
+    their dtype (PyTorch's CPU rule; see half_gemm)."""
+    if is_half_pair(a, b):
+        return np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(a.dtype)
     return np.matmul(a, b)
+
+
+# ==== half precision ============================================================================
+# bfloat16 (ml_dtypes) and float16 arrays are storage: every kernel that takes them widens to
+# float32, computes, and rounds the result once to the inputs' dtype (to nearest even), as
+# libmte's half-precision GEMM does (native/include/mte_bf16.h) and as PyTorch's CPU kernels
+# do. Biases stay float32 (a half bias is widened first).
+HALF_DTYPES = ("bfloat16", "float16")
+
+
+def is_half(x):
+    """True for a bfloat16 or float16 ndarray."""
+    return isinstance(x, np.ndarray) and x.dtype.itemsize == 2 and x.dtype.name in HALF_DTYPES
+
+
+def is_half_pair(a, b):
+    """True when a and b are bfloat16 or float16 ndarrays of one dtype."""
+    return is_half(a) and is_half(b) and a.dtype == b.dtype
+
+
+def _check_half_pair(op, a, b, an, bn):
+    if not is_half_pair(a, b):
+        got = [getattr(x, "dtype", type(x).__name__) for x in (a, b)]
+        raise TypeError(f"{op}: {an} and {bn} must be bfloat16 or float16 arrays of one dtype, "
+                        f"got {got[0]} and {got[1]} (cast with .astype(ml_dtypes.bfloat16) or "
+                        f".astype(np.float16))")
+
+
+def _f32(x):
+    return None if x is None else np.asarray(x).astype(np.float32)
+
+
+def half_gemm(a, b, trans_a=False, trans_b=False, bias=None, bias_mode="col",
+              out_float32=False):
+    """op(a) @ op(b) (+ bias) for 2-D bfloat16 / float16 a and b of one dtype: float32
+    products and sums, rounded once to their dtype (float32 with out_float32). bias: N
+    values added to every row (bias_mode "col") or M values to every column ("row")."""
+    _check_half_pair("half_gemm", a, b, "a", "b")
+    y = gemm_epilogue(_f32(a), _f32(b), _f32(bias), bias_mode, None, None, trans_a, trans_b)
+    return y if out_float32 else y.astype(a.dtype)
 
 
 # ==== fused epilogue ============================================================================
@@ -66,6 +110,9 @@ def linear(x, w, bias=None, act=None, out=None):
     act as in epilogue_activation. One call for a Linear layer's forward, or a Linear and the
     activation after it (the native twin is one transposed-B GEMM with a fused epilogue).
     `out`: a (rows, out) array of the result's dtype to write it into (returned)."""
+    if is_half_pair(x, w):  # in float32, bias and activation included; rounded once
+        y = linear(_f32(x), _f32(w), _f32(bias), act)
+        return result_into("linear", y.astype(x.dtype), out, (x,))
     y = np.matmul(x, w.T)
     if bias is not None:
         y += bias
@@ -157,6 +204,10 @@ def conv2d(x, w, bias, stride, padding, dilation, groups, act=None, residual=Non
     epilogue.check_out)."""
     if act not in ACTIVATIONS:
         epilogue_activation(x[:0], act, "conv2d")  # raises the error
+    if is_half_pair(x, w):  # in float32 (half_conv2d's rule), rounded once
+        y = conv2d(_f32(x), _f32(w), _f32(bias), stride, padding, dilation, groups, act,
+                   _f32(residual), inference)
+        return result_into("conv2d", y.astype(x.dtype), out, (x,))
     n, _, h, wd = x.shape
     o, _, kh, kw = w.shape
     ho = conv_output_size(h, kh, stride[0], padding[0], padding[1], dilation[0])
@@ -190,7 +241,11 @@ def conv2d_prepare(x_shape, w, bias, stride, padding, dilation, groups, act=None
 def conv2d_backward_input(grad_y, w, x_shape, stride, padding, dilation, groups):
     """dL/dx of conv2d for dL/dy = grad_y (also the forward of a transposed convolution):
     cols = W^T @ grad_y per group, then col2im. Only the Ho x Wo outputs in grad_y are used, so
-    x_shape may hold rows no window reaches (their gradient is 0)."""
+    x_shape may hold rows no window reaches (their gradient is 0). bfloat16 / float16: in
+    float32, rounded once."""
+    if is_half_pair(grad_y, w):
+        return conv2d_backward_input(_f32(grad_y), _f32(w), x_shape, stride, padding, dilation,
+                                     groups).astype(w.dtype)
     o, cg, kh, kw = w.shape
     ho, wo = grad_y.shape[2:]
     wt = w.reshape(groups, o // groups, cg * kh * kw).transpose(0, 2, 1)
@@ -200,7 +255,10 @@ def conv2d_backward_input(grad_y, w, x_shape, stride, padding, dilation, groups)
 
 def conv2d_backward_weight(grad_y, x, w_shape, stride, padding, dilation, groups):
     """dL/dw of conv2d for dL/dy = grad_y: grad_y @ cols^T per group (one GEMM over the
-    N*Ho*Wo output pixels). Returns w_shape."""
+    N*Ho*Wo output pixels). Returns w_shape. bfloat16 / float16: in float32, rounded once."""
+    if is_half_pair(grad_y, x):
+        return conv2d_backward_weight(_f32(grad_y), _f32(x), w_shape, stride, padding,
+                                      dilation, groups).astype(x.dtype)
     _, _, kh, kw = w_shape
     ho, wo = grad_y.shape[2:]
     cols = _im2col(x, kh, kw, ho, wo, stride, padding, dilation, groups)
@@ -502,3 +560,24 @@ from .numpy_int8 import (  # noqa: F401
     quantize,
     requantize,
 )
+
+
+def _pairs(op, name, v, n1, n2):
+    t = (v,) * n1 if isinstance(v, (int, np.integer)) else tuple(v)
+    if len(t) not in (n1, n2):
+        raise ValueError(f"{op}: {name} must be an int or {n1} or {n2} ints, got {v!r}")
+    return t
+
+
+def half_conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, out_float32=False):
+    """conv2d of bfloat16 / float16 x (N, C, H, W) and w (O, C/groups, kh, kw) of one dtype:
+    float32 products and sums (im2col + GEMM), rounded once to their dtype (float32 with
+    out_float32). padding: an int, (ph, pw) or (top, bottom, left, right); bias float32."""
+    _check_half_pair("half_conv2d", x, w, "x", "w")
+    stride = _pairs("half_conv2d", "stride", stride, 2, 2)
+    dilation = _pairs("half_conv2d", "dilation", dilation, 2, 2)
+    padding = _pairs("half_conv2d", "padding", padding, 2, 4)
+    if len(padding) == 2:
+        padding = (padding[0], padding[0], padding[1], padding[1])
+    y = conv2d(_f32(x), _f32(w), _f32(bias), stride, padding, dilation, groups)
+    return y if out_float32 else y.astype(x.dtype)

@@ -302,4 +302,5 @@ void mte_bind_winograd(pybind11::module_ &m);
 void mte_bind_optim(pybind11::module_ &m);
 void mte_bind_transformer(pybind11::module_ &m);
 void mte_bind_quant(pybind11::module_ &m);
+void mte_bind_half(pybind11::module_ &m);     // half.cpp: bfloat16 / float16 kernels
 void mte_bind_runtime(pybind11::module_ &m);  // runtime.cpp: _C.RuntimeModel

@@ -146,6 +146,7 @@ PYBIND11_MODULE(_C, m) {
   mte_bind_optim(m);
   mte_bind_transformer(m);
   mte_bind_quant(m);
+  mte_bind_half(m);
   mte_bind_runtime(m);
   m.doc() =
       "minitorch_edge._C - native kernels (libmte) for float32 numpy arrays.\n\n"

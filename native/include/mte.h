@@ -81,6 +81,7 @@ MTE_API const char *mte_status_string(int status); /* "MTE_EINVAL: invalid argum
 #define MTE_CPU_ARM_FP16 (1ull << 22)
 #define MTE_CPU_ARM_I8MM (1ull << 23)
 #define MTE_CPU_ARM_SVE (1ull << 24)
+#define MTE_CPU_ARM_BF16 (1ull << 25) /* FEAT_BF16: BFDOT, BFMMLA (HWCAP2_BF16) */
 
 /* Features of the CPU we run on (detected once, then cached). */
 MTE_API uint64_t mte_cpu_features(void);
@@ -116,7 +117,8 @@ MTE_API const char *mte_compiled_isas(void);
  * tile), "im2col" (conv packing and col2im loops), "depthwise3x3", "depthwise" (the general
  * K x K depthwise forward), "pool" (pooling row
  * kernels), "winograd" (the transforms), "qgemm" (the int8 GEMM microkernel) and
- * "qdepthwise" (int8 depthwise 3x3). One table maps each ISA to its kernel of every
+ * "qdepthwise" (int8 depthwise 3x3), "bf16" (the bfloat16 / float16 GEMM's conversions
+ * and pair-dot microkernel, mte_bf16.h). One table maps each ISA to its kernel of every
  * family; the active ISA selects all of them together (mte_set_isa, MTE_ISA). An ISA with
  * no specialised kernel for a family runs the generic one (e.g. neon's epilogue is the
  * portable C, which the compiler turns into NEON code anyway).
@@ -264,7 +266,8 @@ MTE_API int mte_sgemm_batched(int trans_a, int trans_b, int64_t batch, int64_t M
                               float beta, float *C, int64_t ldc, int64_t stride_c);
 
 /* Names of the operation groups built into this library, space separated: "sgemm conv2d
- * depthwise3x3 depthwise winograd3x3 pool2d optim transformer int8". (The ISA-dispatched kernel families,
+ * depthwise3x3 depthwise winograd3x3 pool2d optim transformer int8 conv2d_direct bf16"
+ * (bf16: the bfloat16 / float16 GEMM and conv2d of mte_bf16.h). (The ISA-dispatched kernel families,
  * which these operations are built from, are listed by mte_family_name in section 2.) */
 MTE_API const char *mte_kernels(void);
 

@@ -39,7 +39,7 @@ const char *mte_status_string(int status) {
 }
 
 const char *mte_kernels(void) {
-  return "sgemm conv2d depthwise3x3 depthwise winograd3x3 pool2d optim transformer int8 conv2d_direct";
+  return "sgemm conv2d depthwise3x3 depthwise winograd3x3 pool2d optim transformer int8 conv2d_direct bf16";
 }
 
 /* 0 = not set yet: use the OpenMP default. */

@@ -10,7 +10,7 @@
  *
  * Dispatch: the ISA table lists the ISAs compiled into this build, best first, each row
  * naming that ISA's descriptor of every kernel family (sgemm, epilogue, im2col,
- * depthwise3x3, pool, winograd, ..., qgemm, qdepthwise; see mte_internal.h). A row may
+ * depthwise3x3, pool, winograd, ..., qgemm, qdepthwise, bf16; see mte_internal.h). A row may
  * reuse another ISA's descriptors (avx512vnni runs the avx512 float kernels, neondot the neon
  * ones). We take the first row the CPU supports,
  * at or below the cap given by MTE_ISA (see mte.h), and keep a pointer to it: every kernel
@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mte_bf16_internal.h"
 #include "mte_conv_internal.h"
 #include "mte_convdirect_internal.h"
 #include "mte_depthwise_internal.h"
@@ -47,7 +48,7 @@ static const char *const k_feature_names[64] = {
     [4] = "fma",          [5] = "f16c",         [6] = "avx512f",      [7] = "avx512bw",
     [8] = "avx512dq",     [9] = "avx512vl",     [10] = "avx512_vnni", [11] = "avx512_bf16",
     [12] = "avx_vnni",    [20] = "neon",        [21] = "asimddp",     [22] = "fp16",
-    [23] = "i8mm",        [24] = "sve",
+    [23] = "i8mm",        [24] = "sve",          [25] = "bf16",
 };
 
 const char *mte_cpu_feature_name(int bit) {
@@ -108,6 +109,7 @@ static uint64_t detect_features(void) {
   if (hw & (1ul << 10)) f |= MTE_CPU_ARM_FP16;    /* HWCAP_ASIMDHP */
   if (hw & (1ul << 22)) f |= MTE_CPU_ARM_SVE;     /* HWCAP_SVE */
   if (hw2 & (1ul << 13)) f |= MTE_CPU_ARM_I8MM;   /* HWCAP2_I8MM */
+  if (hw2 & (1ul << 14)) f |= MTE_CPU_ARM_BF16;   /* HWCAP2_BF16 */
 #endif
   return f;
 }
@@ -188,7 +190,8 @@ static const mte_isa k_isas[] = {
      .qgemm = &mte_qgemm_kernel_avx512,
      .qdepthwise = &mte_qdw_kernel_avx512,
      .convdirect = &mte_convdir_kernel_avx512,
-     .qelem = &mte_qelem_kernel_avx512},
+     .qelem = &mte_qelem_kernel_avx512,
+     .bf16 = &mte_bf16_kernel_avx512},
     {.name = "avx2",
      .needs = MTE_CPU_AVX2 | MTE_CPU_FMA,
      .sgemm = &mte_sgemm_kernel_avx2,
@@ -202,7 +205,8 @@ static const mte_isa k_isas[] = {
      .attention = &mte_attention_kernel_avx2,
      .qgemm = &mte_qgemm_kernel_avx2,
      .qdepthwise = &mte_qdw_kernel_avx2,
-     .qelem = &mte_qelem_kernel_avx2},
+     .qelem = &mte_qelem_kernel_avx2,
+     .bf16 = &mte_bf16_kernel_avx2},
 #endif
 #ifdef MTE_HAVE_NEON_KERNELS
     /* neon plus the dot product (SDOT): its own int8 GEMM, every other column the neon one */
@@ -218,7 +222,8 @@ static const mte_isa k_isas[] = {
      .pool = &mte_pool_kernel_neon,
      .winograd = &mte_wino_kernels_neon,
      .qgemm = &mte_qgemm_kernel_neon,
-     .qdepthwise = &mte_qdw_kernel_neon},
+     .qdepthwise = &mte_qdw_kernel_neon,
+     .bf16 = &mte_bf16_kernel_neon},
 #endif
     /* closes every list: complete, always supported, the fallback of every column */
     {.name = "generic",
@@ -235,7 +240,8 @@ static const mte_isa k_isas[] = {
      .qgemm = &mte_qgemm_kernel_generic,
      .qdepthwise = &mte_qdw_kernel_generic,
      .convdirect = &mte_convdir_kernel_generic,
-     .qelem = &mte_qelem_kernel_generic},
+     .qelem = &mte_qelem_kernel_generic,
+     .bf16 = &mte_bf16_kernel_generic},
 };
 #define N_ISAS ((int)(sizeof k_isas / sizeof k_isas[0]))
 #define GENERIC (N_ISAS - 1)

@@ -166,6 +166,7 @@ static inline void mte__ukernel_edge(const struct mte_sgemm_kernel *k, int64_t k
  *   qgemm         mte_qgemm_kernel     mte_quant_internal.h       qgemm_kernel.c
  *   qdepthwise    mte_qdw_kernel       mte_quant_internal.h       qdepthwise.c
  *   qelem         mte_qelem_kernel     mte_qelem_internal.h       qelem.c (vnni: qgemv.c)
+ *   bf16          mte_bf16_kernel      mte_bf16_internal.h        bf16_kernel.c
  *
  * MTE_FAMILIES below is that list of columns, X(column, descriptor type); the row type, the
  * generic fallback and the family names (mte_family_name) are all derived from it. A row
@@ -185,7 +186,8 @@ static inline void mte__ukernel_edge(const struct mte_sgemm_kernel *k, int64_t k
   X(qgemm, mte_qgemm_kernel)         \
   X(qdepthwise, mte_qdw_kernel)      \
   X(convdirect, mte_convdir_kernel) \
-  X(qelem, mte_qelem_kernel)
+  X(qelem, mte_qelem_kernel)         \
+  X(bf16, mte_bf16_kernel)
 
 #define MTE_ISA_COLUMN(column, type) const struct type *column;
 typedef struct mte_isa {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "mte.h"
+#include "mte_bf16_internal.h"
 #include "mte_conv_internal.h"
 #include "mte_convdirect_internal.h"
 #include "mte_depthwise_internal.h"
