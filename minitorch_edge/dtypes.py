@@ -121,7 +121,10 @@ def is_bf16(np_dtype):
 def compute_array(x):
     """The array a floating op computes on: a bfloat16 array widened to float32, any other as
     it is. Pair with `result_array` to round the result back once."""
-    return x.astype(_F32_NP) if x.dtype.kind == "V" and x.dtype == _BF16_NP else x
+    if x.dtype.kind == "V" and x.dtype == _BF16_NP:
+        from .backend import cast   # libmte's conversion where built (ml_dtypes' is slow)
+        return cast(x, _F32_NP)
+    return x
 
 
 def compute_dtype(np_dtype):
@@ -139,7 +142,8 @@ def result_array(y, np_dtype):
     """`y`, computed on `compute_array` input, as the op's result dtype `np_dtype`: a bfloat16
     result is rounded from float32 once; for any other dtype `y` comes back untouched."""
     if np_dtype.kind == "V" and np_dtype == _BF16_NP and y.dtype != np_dtype:
-        return np.asarray(y).astype(np_dtype)
+        from .backend import cast
+        return cast(np.asarray(y), np_dtype)
     return y
 
 

@@ -271,3 +271,31 @@ def test_conv2d_backward_with_half_inputs(dt):
         assert got.dtype == twin.dtype == dt, name
         assert_rounded(got, exact, mag, 200, dt)
         assert_rounded(twin, exact, mag, 200, dt)
+
+
+@pytest.mark.parametrize("half", HALVES, ids=str)
+@settings(max_examples=20, deadline=None)
+@given(shape=st.lists(st.integers(0, 7), min_size=0, max_size=3), seed=st.integers(0, 2**31 - 1),
+       transpose=st.booleans())
+def test_cast_equals_its_numpy_twin_bit_for_bit(half, shape, seed, transpose):
+    """backend cast (libmte's conversions for float32 <-> half) equals numpy_backend.cast
+    (astype through ml_dtypes / numpy) bit for bit, shape included (0-d, empty, strided), with
+    ties, subnormals, inf and nan in the input (nan: any nan)."""
+    rng = np.random.default_rng(seed)
+    n = int(np.prod(shape))
+    flat = rng.integers(0, 2**32, size=n, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    flat[::3] = np.float32(1.0) + np.float32(2.0 ** -(MANTISSA[half] + 1))   # exact ties
+    flat[1::5] = flat[1::5] * np.float32(2.0 ** -100)                          # tiny values
+    x = flat.reshape(shape)
+    if transpose and x.ndim >= 2:
+        x = x.swapaxes(0, 1)
+
+    def bits(a):
+        a = np.ascontiguousarray(a).reshape(-1)
+        return a.view(np.uint16 if a.itemsize == 2 else np.uint32), np.isnan(a.astype(np.float32))
+
+    for src, dst in [(x, half), (ref.cast(x, half), np.dtype(np.float32))]:
+        got, want = native_gemm.cast(src, dst), ref.cast(src, dst)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        (gb, gnan), (wb, wnan) = bits(got), bits(want)
+        assert np.array_equal(gnan, wnan) and np.array_equal(gb[~wnan], wb[~wnan])

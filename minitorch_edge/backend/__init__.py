@@ -110,6 +110,7 @@ requantize             = _kernel("requantize",             *_Q, "int8")
 # bfloat16 / float16 (matmul, linear and conv2d route those dtypes here natively too)
 half_gemm              = _kernel("half_gemm",              "native_gemm", "bf16", "bf16")
 half_conv2d            = _kernel("half_conv2d",            "native_conv", "bf16", "bf16")
+cast                   = _kernel("cast",                   "native_gemm", "bf16", "bf16")
 # ----------------------------------------------------------------------------------------------
 __all__ += list(KERNELS)
 

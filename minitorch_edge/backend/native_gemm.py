@@ -219,6 +219,18 @@ def _half_linear(x, w, bias, act):
     return _ref.epilogue_activation(y, act, "linear").astype(x.dtype)
 
 
+def cast(x, np_dtype):
+    """numpy_backend.cast, with float32 <-> bfloat16 / float16 in libmte (bit for bit the
+    same values); every other pair of dtypes is numpy's astype."""
+    np_dtype = np.dtype(np_dtype)
+    if type(x) is np.ndarray and x.ndim and x.size:
+        if x.dtype == np.float32 and np_dtype.itemsize == 2 and np_dtype.name in _ref.HALF_DTYPES:
+            return _C.float32_to_half(np.ascontiguousarray(x), np_dtype)
+        if np_dtype == np.float32 and _ref.is_half(x):
+            return _C.half_to_float32(np.ascontiguousarray(x))
+    return x.astype(np_dtype)
+
+
 def half_gemm(a, b, trans_a=False, trans_b=False, bias=None, bias_mode="col",
               out_float32=False):
     """numpy_backend.half_gemm (same arguments; values to float32 accumulation order) as one

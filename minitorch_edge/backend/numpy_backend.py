@@ -31,6 +31,12 @@ def matmul(a, b):
 HALF_DTYPES = ("bfloat16", "float16")
 
 
+def cast(x, np_dtype):
+    """x.astype(np_dtype): a new array (the native version converts float32 <-> bfloat16 /
+    float16 in libmte, exactly as ml_dtypes and numpy do, to nearest even, 10-20x faster)."""
+    return x.astype(np_dtype)
+
+
 def is_half(x):
     """True for a bfloat16 or float16 ndarray."""
     return isinstance(x, np.ndarray) and x.dtype.itemsize == 2 and x.dtype.name in HALF_DTYPES

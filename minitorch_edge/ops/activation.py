@@ -59,7 +59,8 @@ def _pick(mask, a, b):
     With b == 0 this is a product with the 0/1 mask: ~15x faster than a select in numpy (the one
     difference: a nan gradient in a masked-out position stays nan instead of becoming 0)."""
     if isinstance(b, (int, float)) and b == 0 and isinstance(a, Tensor):
-        return a * Tensor._make(np.asarray(mask, dtype=a._data.dtype))
+        t = a._data.dtype          # (bfloat16: through float32, ml_dtypes' bool cast is slow)
+        return a * Tensor._make(_dt.result_array(np.asarray(mask, dtype=_dt.compute_dtype(t)), t))
     return where(Tensor._make(np.asarray(mask)), a, b)
 
 
@@ -93,10 +94,10 @@ class Relu(Function):
 
     @staticmethod
     def forward(ctx, a):
-        x = a._data
+        x = _dt.compute_array(a._data)      # bfloat16: in float32 (exact), as numpy has no loop
         if ctx.needs_input_grad:
             ctx.mask = x > 0
-        return np.maximum(x, x.dtype.type(0))
+        return _dt.result_array(np.maximum(x, x.dtype.type(0)), a._data.dtype)
 
     @staticmethod
     def backward(ctx, grad):

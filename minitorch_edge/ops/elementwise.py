@@ -7,6 +7,7 @@ broadcasting is undone there and nowhere else. Python scalars may appear on eith
 """
 import numpy as np
 
+from .. import backend
 from .. import dtypes as _dt
 from ..autograd.function import Function
 from ..tensor import Tensor
@@ -451,7 +452,7 @@ class ToCopy(Function):
     def forward(ctx, a, dtype):
         if ctx.needs_input_grad:
             ctx.src = a.dtype
-        return a._data.astype(dtype.np)
+        return backend.cast(a._data, dtype.np)
 
     @staticmethod
     def backward(ctx, grad):

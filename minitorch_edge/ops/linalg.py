@@ -93,8 +93,8 @@ class Mm(Function):
     def forward(ctx, a, b):
         if ctx.needs_input_grad:
             ctx.save_for_backward(a, b)
-        x, y = a._data, b._data                 # bfloat16: multiplied in float32, rounded once
-        out = np.asarray(backend.matmul(_dt.compute_array(x), _dt.compute_array(y)))
+        x, y = a._data, b._data     # bfloat16/float16: the backend's half GEMM (float32 sums)
+        out = np.asarray(backend.matmul(x, y))
         return _dt.result_array(out, x.dtype)     # (1-D @ 1-D gives a numpy scalar)
 
     @staticmethod

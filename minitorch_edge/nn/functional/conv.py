@@ -56,9 +56,9 @@ class Convolution(Function):
             ctx.save_for_backward(x, w)
         # nothing recorded (no_grad, or frozen weights and an input without grad): the backend
         # may take its inference paths (Winograd, prepared weights)
-        c = _dt.compute_array                    # bfloat16: in float32, rounded once
-        y = backend.conv2d(c(x._data), c(w._data), None if b is None else c(b._data), *geom,
-                           inference=not recorded)
+        # bfloat16/float16 go to the backend's half conv (float32 sums, rounded once)
+        y = backend.conv2d(x._data, w._data, None if b is None else _dt.compute_array(b._data),
+                           *geom, inference=not recorded)
         return _dt.result_array(y, x._data.dtype)
 
     @staticmethod
@@ -82,8 +82,7 @@ class ConvBackwardInput(Function):
         if ctx.needs_input_grad:
             ctx.geom = geom
             ctx.save_for_backward(gy, w)
-        c = _dt.compute_array
-        gx = backend.conv2d_backward_input(c(gy._data), c(w._data), x_shape, *geom)
+        gx = backend.conv2d_backward_input(gy._data, w._data, x_shape, *geom)
         return _dt.result_array(gx, gy._data.dtype)
 
     @staticmethod
@@ -106,8 +105,7 @@ class ConvBackwardWeight(Function):
         if ctx.needs_input_grad:
             ctx.geom = geom
             ctx.save_for_backward(gy, x)
-        c = _dt.compute_array
-        gw = backend.conv2d_backward_weight(c(gy._data), c(x._data), w_shape, *geom)
+        gw = backend.conv2d_backward_weight(gy._data, x._data, w_shape, *geom)
         return _dt.result_array(gw, gy._data.dtype)
 
     @staticmethod

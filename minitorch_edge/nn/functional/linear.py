@@ -14,6 +14,8 @@ inputs of more than 2 dims).
 from ..._autocast import autocast_op
 import math
 
+import numpy as np
+
 from ... import backend
 from ... import dtypes as _dt
 from ...autograd.engine import mark_fresh
@@ -45,10 +47,10 @@ class Addmm(Function):
         needs = ctx.needs_input_grad
         if needs:  # keep only what the wanted gradients read: dx reads W, dW reads x
             ctx.save_for_backward(x if needs[1] else None, w if needs[0] else None)
-        xd, c = x._data, _dt.compute_array       # bfloat16: in float32, rounded once
+        xd = x._data         # bfloat16/float16 go to the backend's half GEMM as they are
         lead = xd.shape[:-1]
-        out = backend.linear(c(xd.reshape(math.prod(lead), xd.shape[-1])), c(w._data),
-                             None if b is None else c(b._data))
+        out = backend.linear(xd.reshape(math.prod(lead), xd.shape[-1]), w._data,
+                             None if b is None else _dt.compute_array(b._data))
         return _dt.result_array(out.reshape(lead + (w._data.shape[0],)), xd.dtype)
 
     @staticmethod
@@ -67,18 +69,19 @@ def linear_grads(grad, x, w, needs):
     rows = math.prod(lead)
     dx = dw = db = None
     if not _State.enabled:
-        t, c = grad._data.dtype, _dt.compute_array      # bfloat16: in float32, rounded once
-        g = c(grad._data.reshape(rows, n_out))
+        t = grad._data.dtype   # bfloat16/float16: half GEMMs (float32 sums, rounded once)
+        g = grad._data.reshape(rows, n_out)
 
         def fresh(a):
             return Tensor._make(mark_fresh(_dt.result_array(a, t)))
         if needs[0]:
-            dx = fresh(backend.matmul(g, c(w._data)).reshape(lead + w._data.shape[1:]))
+            dx = fresh(backend.matmul(g, w._data).reshape(lead + w._data.shape[1:]))
         if needs[1]:
             xd = x._data
-            dw = fresh(backend.matmul(g.T, c(xd.reshape(rows, xd.shape[-1]))))
+            dw = fresh(backend.matmul(g.T, xd.reshape(rows, xd.shape[-1])))
         if needs[2]:
-            db = fresh(g.sum(0))
+            g32 = g if g.dtype in (np.float32, np.float64) else g.astype(np.float32)
+            db = fresh(g32.sum(0))
         return dx, dw, db
     g = grad.reshape(rows, n_out)
     if needs[0]:
