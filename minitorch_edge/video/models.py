@@ -21,26 +21,12 @@ import os
 
 import numpy as np
 
-from .regions import crop_resize, find_regions, box_iou
-from .streams import NOT_A_DIGIT, _shape_mask, _texture, digit_images
+from .models_io import DIGIT_SIZE, FILTER_SIZE, NOT_A_DIGIT_CLASS, normalise_crop
+from .regions import box_iou, find_regions
+from .streams import _shape_mask, _texture, digit_images
 
 __all__ = ["TinyFilter", "DigitNet", "NOT_A_DIGIT_CLASS", "FILTER_SIZE", "DIGIT_SIZE",
            "normalise_crop", "training_crops", "train_classifier", "build_models"]
-
-NOT_A_DIGIT_CLASS = 10      # DigitNet's 11th class
-FILTER_SIZE, DIGIT_SIZE = 8, 16
-CROP_PAD = 2                # pixels around a region's box in the crop
-
-
-def normalise_crop(difference, box, size):
-    """The model input for one region: the positive part of (frame - background) in the
-    padded box, resampled to size x size and divided by its maximum (at least 0.1), float32
-    (1, 1, size, size)."""
-    h, w = difference.shape
-    padded = (box[0] - CROP_PAD, box[1] - CROP_PAD, box[2] + CROP_PAD, box[3] + CROP_PAD)
-    crop = crop_resize(np.maximum(difference, 0.0), padded, size)
-    return (crop / max(float(crop.max()), 0.1)).astype(np.float32)[None, None]
-
 
 def _module_classes():
     from .. import nn

@@ -202,7 +202,7 @@ def crop_resize(image, box, size):
     return square[np.ix_(idx, idx)].reshape(size, k, size, k).mean(axis=(1, 3))
 
 
-def find_regions(foreground, min_area=12, gap=2):
+def find_regions(foreground, min_area=12, gap=0):
     """Boxes of the regions of interest in a foreground mask: the mask dilated by 1 (joins the
     strokes of a digit), its connected components of at least `min_area` pixels, merged within
     `gap`, shrunk back by the dilation (so a box is the foreground's own extent)."""

@@ -1,0 +1,185 @@
+"""The video report: trains and exports the cascade's models, renders the test streams, runs
+the pipeline with and without motion sampling and the cascade on 1 and 2 threads, and scores
+every run against the ground truth and against the reference run (every frame, every region
+through the heavy model).
+
+    report = run_report(short=True)        # seconds; the CI mode
+    print(format_report(report))
+
+`run_report` returns a dict (JSON-ready): "config", "models" (paths, sizes, held-out
+accuracies, per-call latency of each on the runtime), "gil" (the same number of heavy-model
+calls on 1 and 2 threads: does the C call release the GIL?), "runs" (one row per setting) and
+"sweep" (the motion threshold against frames processed and accuracy).
+"""
+import json
+import os
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+from .. import runtime
+from .evaluate import agreement, score
+from .pipeline import run_streams
+from .streams import SyntheticCamera
+
+__all__ = ["SETTINGS", "run_report", "format_report", "gil_check", "CONFIGS"]
+
+# (name, sampling, cascade); the first is the reference
+SETTINGS = (("every frame, heavy model only", False, False),
+            ("every frame, cascade", False, True),
+            ("motion sampling, heavy model only", True, False),
+            ("motion sampling + cascade", True, True))
+
+CONFIGS = {
+    "short": dict(streams=2, frames=90, num_train=1200, epochs=4, width=8,
+                  sweep=(1e-3, 4e-3), gil_calls=200),
+    "full": dict(streams=4, frames=300, num_train=4000, epochs=8, width=16,
+                 sweep=(5e-4, 1e-3, 2e-3, 4e-3, 8e-3), gil_calls=2000),
+}
+
+
+def _per_call_ms(model, calls=200):
+    x = np.zeros(model.inputs[0].shape, np.float32)
+    model(x)
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        model(x)
+    return 1e3 * (time.perf_counter() - t0) / calls
+
+
+def gil_check(path, calls=1000):
+    """`calls` runs of the model at `path` on one thread, then split over two threads (a model
+    each): {"one_thread_s", "two_threads_s", "speedup"}. A speedup near 2 (on a machine with
+    two free cores) means the C call runs without the GIL; near 1 that it holds it."""
+    runtime.set_num_threads(1)
+    models = [runtime.load(path), runtime.load(path)]
+    x = np.zeros(models[0].inputs[0].shape, np.float32)
+
+    def loop(model, n):
+        for _ in range(n):
+            model(x)
+
+    for m in models:
+        loop(m, 5)
+    t0 = time.perf_counter()
+    loop(models[0], calls)
+    one = time.perf_counter() - t0
+    threads = [threading.Thread(target=loop, args=(m, calls // 2)) for m in models]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    two = time.perf_counter() - t0
+    for m in models:
+        m.close()
+    return {"calls": calls, "one_thread_s": one, "two_threads_s": two, "speedup": one / two}
+
+
+def run_report(short=False, threads=(1, 2), folder=None, seed=0, motion_threshold=1e-3):
+    """The report as a dict (see the module docstring). `folder`: where the .mte files go (kept);
+    None: a temporary folder, removed afterwards."""
+    from .models import build_models
+    cfg = dict(CONFIGS["short" if short else "full"])
+    for t in threads:
+        if isinstance(t, bool) or not isinstance(t, int) or t < 1:
+            raise ValueError(f"run_report: threads must be positive ints, got {threads!r}")
+    scratch = tempfile.TemporaryDirectory(prefix="mte_video_") if folder is None else None
+    folder = scratch.name if scratch else folder
+    try:
+        t0 = time.perf_counter()
+        built = build_models(folder, num_train=cfg["num_train"], epochs=cfg["epochs"],
+                             width=cfg["width"], seed=seed)
+        build_s = time.perf_counter() - t0
+        models = {"build_s": build_s, "filter_accuracy": built["filter_accuracy"],
+                  "digit_accuracy": built["digit_accuracy"]}
+        for key in ("filter", "digits"):
+            with runtime.load(built[key], threads=1) as m:
+                models[key] = {"bytes": os.path.getsize(built[key]),
+                               "ms_per_call": _per_call_ms(m)}
+        cams = [SyntheticCamera(1000 + seed * 100 + i, num_frames=cfg["frames"])
+                for i in range(cfg["streams"])]
+        frames, truth = [c.frames for c in cams], [c.truth for c in cams]
+        paths = (built["filter"], built["digits"])
+        runs, reference = [], None
+        for workers in threads:
+            for name, sampling, cascade in SETTINGS:
+                dets, stats, seconds = run_streams(frames, *paths, workers=workers,
+                                                   sampling=sampling, cascade=cascade,
+                                                   motion_threshold=motion_threshold)
+                if reference is None:
+                    reference = dets
+                s = score(dets, truth)
+                runs.append({
+                    "setting": name, "threads": workers, "sampling": sampling,
+                    "cascade": cascade, "fps": stats.frames / seconds, "seconds": seconds,
+                    "frames": stats.frames, "processed": stats.processed / stats.frames,
+                    "regions": stats.regions,
+                    "heavy_fraction": stats.classified / max(stats.regions, 1),
+                    "precision": s.precision, "recall": s.recall, "f1": s.f1,
+                    "classification": s.classification, "accuracy": s.accuracy,
+                    "agreement": agreement(dets, reference)})
+        sweep = []
+        for threshold in cfg["sweep"]:
+            dets, stats, seconds = run_streams(frames, *paths, workers=1, sampling=True,
+                                               cascade=True, motion_threshold=threshold)
+            s = score(dets, truth)
+            sweep.append({"motion_threshold": threshold, "fps": stats.frames / seconds,
+                          "processed": stats.processed / stats.frames, "f1": s.f1,
+                          "accuracy": s.accuracy, "agreement": agreement(dets, reference)})
+        gil = gil_check(built["digits"], cfg["gil_calls"])
+        busy = sum(1 for c in cams for objs in c.truth if objs)
+        config = dict(cfg, mode="short" if short else "full", seed=seed, threads=list(threads),
+                      motion_threshold=motion_threshold, frame_shape=list(frames[0].shape[1:]),
+                      frames_with_objects=busy / sum(len(c) for c in cams),
+                      true_digits=runs[0] and score(reference, truth).true_digits,
+                      cpus=os.cpu_count())
+        return {"config": config, "models": models, "gil": gil, "runs": runs, "sweep": sweep}
+    finally:
+        if scratch is not None:
+            scratch.cleanup()
+
+
+def format_report(report):
+    """The report as Markdown tables."""
+    c, m, g = report["config"], report["models"], report["gil"]
+    lines = [f"Video pipeline report ({c['mode']} mode): {c['streams']} streams x {c['frames']} "
+             f"frames of {c['frame_shape'][0]}x{c['frame_shape'][1]}, "
+             f"{c['frames_with_objects']:.0%} of frames with objects, {c['true_digits']} "
+             f"true digit boxes; motion threshold {c['motion_threshold']:g}; {c['cpus']} CPUs.",
+             "",
+             f"Models (trained + exported in {m['build_s']:.1f} s): filter "
+             f"{m['filter']['bytes']:,} B, {m['filter']['ms_per_call'] * 1e3:.0f} us/call, "
+             f"held-out accuracy {m['filter_accuracy']:.1%}; digits {m['digits']['bytes']:,} B, "
+             f"{m['digits']['ms_per_call'] * 1e3:.0f} us/call, held-out accuracy "
+             f"{m['digit_accuracy']:.1%}.",
+             f"GIL: {g['calls']} heavy-model calls take {g['one_thread_s'] * 1e3:.0f} ms on one "
+             f"thread, {g['two_threads_s'] * 1e3:.0f} ms on two ({g['speedup']:.2f}x).",
+             "",
+             "| setting | threads | FPS | frames processed | regions | to heavy model | "
+             "precision | recall | digit accuracy | found+right | agreement with reference |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in report["runs"]:
+        lines.append(f"| {r['setting']} | {r['threads']} | {r['fps']:.0f} | "
+                     f"{r['processed']:.0%} | {r['regions']} | {r['heavy_fraction']:.0%} | "
+                     f"{r['precision']:.1%} | {r['recall']:.1%} | {r['classification']:.1%} | "
+                     f"{r['accuracy']:.1%} | {r['agreement']:.1%} |")
+    lines += ["", "Motion threshold (sampling + cascade, 1 thread):", "",
+              "| threshold | FPS | frames processed | F1 | found+right | agreement |",
+              "|---:|---:|---:|---:|---:|---:|"]
+    for s in report["sweep"]:
+        lines.append(f"| {s['motion_threshold']:g} | {s['fps']:.0f} | {s['processed']:.0%} | "
+                     f"{s['f1']:.1%} | {s['accuracy']:.1%} | {s['agreement']:.1%} |")
+    return "\n".join(lines)
+
+
+def write_report(report, folder):
+    """report.json and report.md into `folder`, each written atomically."""
+    from ..utils.serialization import atomic_write
+    os.makedirs(folder, exist_ok=True)
+    atomic_write(os.path.join(folder, "report.json"),
+                 lambda f: f.write(json.dumps(report, indent=1).encode()))
+    atomic_write(os.path.join(folder, "report.md"),
+                 lambda f: f.write((format_report(report) + "\n").encode()))
