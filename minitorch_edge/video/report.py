@@ -13,6 +13,7 @@ calls on 1 and 2 threads: does the C call release the GIL?), "runs" (one row per
 """
 import json
 import os
+import sys
 import tempfile
 import threading
 import time
@@ -49,11 +50,20 @@ def _per_call_ms(model, calls=200):
     return 1e3 * (time.perf_counter() - t0) / calls
 
 
-def gil_check(path, calls=1000):
-    """`calls` runs of the model at `path` on one thread, then split over two threads (a model
-    each): {"one_thread_s", "two_threads_s", "speedup"}. A speedup near 2 (on a machine with
-    two free cores) means the C call runs without the GIL; near 1 that it holds it."""
-    runtime.set_num_threads(1)
+def _wide_model(folder, width=96):
+    """A float32 DigitNet(width) with random weights as a .mte file: milliseconds per call, so
+    the C part of a call dwarfs the Python around it."""
+    import minitorch_edge as mte
+    from .models import DigitNet
+    path = os.path.join(folder, f"wide{width}.mte")
+    mte.manual_seed(0)
+    mte.export_model(DigitNet(width).eval(), np.zeros((1, 1, 16, 16), np.float32), path)
+    return path
+
+
+def _two_thread_speedup(path, calls):
+    """(seconds for `calls` runs of the model at `path` on one thread, seconds for the same
+    calls split over two threads with a model each)."""
     models = [runtime.load(path), runtime.load(path)]
     x = np.zeros(models[0].inputs[0].shape, np.float32)
 
@@ -62,7 +72,7 @@ def gil_check(path, calls=1000):
             model(x)
 
     for m in models:
-        loop(m, 5)
+        loop(m, 3)
     t0 = time.perf_counter()
     loop(models[0], calls)
     one = time.perf_counter() - t0
@@ -75,7 +85,69 @@ def gil_check(path, calls=1000):
     two = time.perf_counter() - t0
     for m in models:
         m.close()
-    return {"calls": calls, "one_thread_s": one, "two_threads_s": two, "speedup": one / two}
+    return one, two
+
+
+def gil_check(path, calls, wide_path):
+    """Does a runtime call release the GIL? (cffi's documentation says it does, for every
+    foreign call.) Measured three ways:
+
+    * stall: while another thread runs `wide_path` (a model taking milliseconds per call) 20
+      times, the main thread spins a Python loop, with the interpreter's switch interval at
+      1 s; its longest pause ("max_stall_ms") is the worker's whole run ("worker_ms") if a
+      call holds the GIL, and a scheduler slice (or a call, where the cores are busy) if not.
+    * throughput: the same runs on one thread and split over two threads (a model each), for
+      the pipeline's heavy model at `path` (`calls` runs; microseconds each, so the Python
+      around the call -- argument checks, output allocation -- is a large share and serialises)
+      and for the wide model (C-dominated: near 2x on two free cores).
+    """
+    runtime.set_num_threads(1)
+    one, two = _two_thread_speedup(path, calls)
+    wide_one, wide_two = _two_thread_speedup(wide_path, max(calls // 20, 10))
+    out = {"calls": calls, "one_thread_s": one, "two_threads_s": two, "speedup": one / two,
+           "wide_speedup": wide_one / wide_two}
+    with runtime.load(wide_path) as wide:
+        xw = np.zeros(wide.inputs[0].shape, np.float32)
+        wide(xw)
+        t0 = time.perf_counter()
+        for _ in range(5):
+            wide(xw)
+        out["wide_call_ms"] = 1e3 * (time.perf_counter() - t0) / 5
+        run_wide = lambda: [wide(xw) for _ in range(20)]                  # noqa: E731
+        out["worker_ms"], out["max_stall_ms"] = _longest_pause(run_wide)
+    # the control: a worker that holds the GIL (pure Python) for about as long
+    spin = lambda: _spin(out["worker_ms"] / 1e3)                           # noqa: E731
+    out["control_worker_ms"], out["control_stall_ms"] = _longest_pause(spin)
+    out["released"] = out["max_stall_ms"] < 0.5 * out["worker_ms"]
+    return out
+
+
+def _spin(seconds):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def _longest_pause(work):
+    """(ms `work` takes on a worker thread, the longest pause of a Python loop on this thread
+    meanwhile). The switch interval is 1 s while it runs: a worker that kept the GIL through
+    its work would keep it for all of it; the loop here gives it up at every sleep(0)."""
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1.0)
+    try:
+        worker = threading.Thread(target=work)
+        t0 = last = time.perf_counter()
+        stall, running = 0.0, True
+        worker.start()                  # a GIL-holding worker already stalls this line
+        while running:
+            running = worker.is_alive()
+            time.sleep(0)
+            now = time.perf_counter()
+            stall, last = max(stall, now - last), now
+        worker.join()
+        return 1e3 * (time.perf_counter() - t0), 1e3 * stall
+    finally:
+        sys.setswitchinterval(previous)
 
 
 def run_report(short=False, threads=(1, 2), folder=None, seed=0, motion_threshold=1e-3):
@@ -129,7 +201,7 @@ def run_report(short=False, threads=(1, 2), folder=None, seed=0, motion_threshol
             sweep.append({"motion_threshold": threshold, "fps": stats.frames / seconds,
                           "processed": stats.processed / stats.frames, "f1": s.f1,
                           "accuracy": s.accuracy, "agreement": agreement(dets, reference)})
-        gil = gil_check(built["digits"], cfg["gil_calls"])
+        gil = gil_check(built["digits"], cfg["gil_calls"], _wide_model(folder))
         busy = sum(1 for c in cams for objs in c.truth if objs)
         config = dict(cfg, mode="short" if short else "full", seed=seed, threads=list(threads),
                       motion_threshold=motion_threshold, frame_shape=list(frames[0].shape[1:]),
@@ -156,7 +228,12 @@ def format_report(report):
              f"{m['digits']['ms_per_call'] * 1e3:.0f} us/call, held-out accuracy "
              f"{m['digit_accuracy']:.1%}.",
              f"GIL: {g['calls']} heavy-model calls take {g['one_thread_s'] * 1e3:.0f} ms on one "
-             f"thread, {g['two_threads_s'] * 1e3:.0f} ms on two ({g['speedup']:.2f}x).",
+             f"thread, {g['two_threads_s'] * 1e3:.0f} ms on two ({g['speedup']:.2f}x; a "
+             f"{g['wide_call_ms']:.1f} ms model: {g['wide_speedup']:.2f}x); while another "
+             f"thread runs that model for {g['worker_ms']:.0f} ms, the main thread's longest "
+             f"pause is {g['max_stall_ms']:.1f} ms (control: a pure-Python worker of "
+             f"{g['control_worker_ms']:.0f} ms stalls it {g['control_stall_ms']:.0f} ms): the "
+             f"C call {'releases' if g['released'] else 'holds'} the GIL.",
              "",
              "| setting | threads | FPS | frames processed | regions | to heavy model | "
              "precision | recall | digit accuracy | found+right | agreement with reference |",
