@@ -115,9 +115,10 @@ def test_bad_arguments(models, tmp_path):
 
 
 def test_cli_short_report(tmp_path, capsys):
+    """`minitorch-edge video` hands its arguments to python -m minitorch_edge.video."""
     _runtime_or_skip()
-    from minitorch_edge.video.__main__ import main
-    assert main(["--short", "--threads", "1", "2", "--out", str(tmp_path)]) == 0
+    from minitorch_edge.cli import main
+    assert main(["video", "--short", "--threads", "1", "2", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "| motion sampling + cascade | 2 |" in out and "GIL" in out
     report = json.loads((tmp_path / "report.json").read_text())
@@ -128,3 +129,10 @@ def test_cli_short_report(tmp_path, capsys):
     assert gil["released"] and gil["control_stall_ms"] > 0.5 * gil["control_worker_ms"]
     assert sorted(os.listdir(tmp_path)) == ["digits.int8.mte", "filter.int8.mte", "report.json",
                                             "report.md", "wide96.mte"]
+
+
+def test_cli_bad_threads(capsys):
+    from minitorch_edge.video.__main__ import main
+    with pytest.raises(SystemExit) as exc:
+        main(["--threads", "0"])
+    assert exc.value.code == 2 and "--threads must be positive" in capsys.readouterr().err

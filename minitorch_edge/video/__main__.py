@@ -1,13 +1,14 @@
-"""`python -m minitorch_edge.video [--short] [--threads 1 2] [--out DIR]`: the video report
-(report.py) printed as Markdown; --out keeps the models and writes report.md / report.json."""
+"""`python -m minitorch_edge.video [--short] [--threads 1 2] [--out DIR]` (also `minitorch-edge
+video ...`): the video report (report.py) printed as Markdown; --out keeps the models and writes
+report.md / report.json."""
 import argparse
 import sys
 
 from .report import format_report, run_report, write_report
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m minitorch_edge.video",
+def main(argv=None, prog="python -m minitorch_edge.video"):
+    parser = argparse.ArgumentParser(prog=prog,
                                      description="Synthetic multi-camera video analytics on the "
                                                  "C runtime: FPS and accuracy per setting")
     parser.add_argument("--short", action="store_true", help="the CI mode (seconds)")
