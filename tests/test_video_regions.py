@@ -193,3 +193,27 @@ def test_regions_of_a_stream_find_the_objects(camera):
             total += 1
             found += any(box_iou(obj.box, b) >= 0.5 for b in boxes)
     assert total > 20 and found / total > 0.9
+
+
+# ---- scoring ----------------------------------------------------------------------------------
+def test_score_and_agreement_count_by_hand():
+    from minitorch_edge.video import Detection, GroundTruthObject, agreement, score
+    d = lambda box, label: Detection(box, label, 1.0)                  # noqa: E731
+    g = lambda box, label, kind="digit": GroundTruthObject(box, label, kind)  # noqa: E731
+    truth = [[g((0, 0, 10, 10), 3), g((0, 11, 10, 21), 5), g((30, 30, 40, 40), -1, "shape"),
+              g((50, 50, 60, 60), 7)],
+             []]
+    dets = [[d((0, 0, 10, 11), 3),            # right
+             d((50, 51, 60, 61), 1),          # found, wrong digit
+             d((30, 30, 40, 40), 4)],         # on the shape: a false positive
+            [d((5, 5, 15, 15), 2)]]           # on an empty frame: a false positive
+    s = score(dets, truth)
+    assert (s.true_digits, s.detections, s.missed) == (3, 4, 1)
+    assert s.missed_touching == 1             # the 5 sits 1 px from the 3
+    assert s.precision == pytest.approx(2 / 4) and s.recall == pytest.approx(2 / 3)
+    assert s.classification == pytest.approx(1 / 2) and s.accuracy == pytest.approx(1 / 3)
+    assert agreement(dets, dets) == 1.0
+    moved = [[d((0, 0, 10, 10), 3)], []]
+    assert agreement([moved], [dets]) == pytest.approx(2 * (1 / 1) * (1 / 4) / (1 + 1 / 4))
+    with pytest.raises(ValueError, match="score: 1 detection lists for 2"):
+        score(dets[:1], truth)

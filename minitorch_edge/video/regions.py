@@ -19,7 +19,8 @@ Boxes are (row0, col0, row1, col1), half-open.
 import numpy as np
 
 __all__ = ["motion_energy", "BackgroundModel", "connected_components", "component_boxes",
-           "merge_boxes", "pad_box", "box_iou", "crop_resize", "find_regions", "dilate"]
+           "box_gap", "merge_boxes", "pad_box", "box_iou", "crop_resize", "find_regions",
+           "dilate"]
 
 
 def motion_energy(a, b, pixel_threshold=0.1):
@@ -142,7 +143,7 @@ def component_boxes(labels, count, min_area=1):
             for k in range(count) if area[k] >= min_area]
 
 
-def _gap(a, b):
+def box_gap(a, b):
     """The chessboard distance between two boxes (0 when they overlap or touch)."""
     dr = max(a[0] - b[2], b[0] - a[2], 0)
     dc = max(a[1] - b[3], b[1] - a[3], 0)
@@ -158,7 +159,7 @@ def merge_boxes(boxes, gap=2):
         merged = False
         for i in range(len(boxes)):
             for j in range(i + 1, len(boxes)):
-                if _gap(boxes[i], boxes[j]) <= gap:
+                if box_gap(boxes[i], boxes[j]) <= gap:
                     a, b = boxes[i], boxes.pop(j)
                     boxes[i] = (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]),
                                 max(a[3], b[3]))
