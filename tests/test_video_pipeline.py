@@ -86,12 +86,15 @@ def test_pipeline_matches_ground_truth_in_short_mode(models, streams):
 
 
 def test_two_threads_give_the_same_detections(models, streams):
+    """Two stream workers, or two kernel threads, change nothing but the time."""
     frames = [c.frames for c in streams]
     one, s1, _ = run_streams(frames, models["filter"], models["digits"], workers=1)
-    two, s2, _ = run_streams(frames, models["filter"], models["digits"], workers=2)
-    assert one == two
-    assert (s1.frames, s1.processed, s1.regions, s1.classified) == \
-        (s2.frames, s2.processed, s2.regions, s2.classified)
+    for layout in (dict(workers=2), dict(kernel_threads=2)):
+        two, s2, _ = run_streams(frames, models["filter"], models["digits"], **layout)
+        assert one == two
+        assert (s1.frames, s1.processed, s1.regions, s1.classified) == \
+            (s2.frames, s2.processed, s2.regions, s2.classified)
+        assert set(s2.seconds) == set(s1.seconds) and all(v >= 0 for v in s2.seconds.values())
 
 
 def test_an_unchanged_frame_is_not_processed(models, streams):
@@ -120,10 +123,11 @@ def test_cli_short_report(tmp_path, capsys):
     from minitorch_edge.cli import main
     assert main(["video", "--short", "--threads", "1", "2", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "| motion sampling + cascade | 2 |" in out and "GIL" in out
+    assert "| motion sampling + cascade | 2x1 |" in out and "GIL" in out
     report = json.loads((tmp_path / "report.json").read_text())
     assert (tmp_path / "report.md").read_text().startswith("Video pipeline report")
-    assert {r["threads"] for r in report["runs"]} == {1, 2} and len(report["runs"]) == 8
+    layouts = {(r["threads"], r["kernel_threads"]) for r in report["runs"]}
+    assert layouts == {(1, 1), (2, 1), (1, 2)} and len(report["runs"]) == 12
     assert report["runs"][0]["agreement"] == 1.0
     gil = report["gil"]          # the C call releases the GIL; the pure-Python control does not
     assert gil["released"] and gil["control_stall_ms"] > 0.5 * gil["control_worker_ms"]

@@ -217,3 +217,12 @@ def test_score_and_agreement_count_by_hand():
     assert agreement([moved], [dets]) == pytest.approx(2 * (1 / 1) * (1 / 4) / (1 + 1 / 4))
     with pytest.raises(ValueError, match="score: 1 detection lists for 2"):
         score(dets[:1], truth)
+
+
+@settings(max_examples=30, deadline=None)
+@given(mask=masks, radius=st.integers(0, 3))
+def test_dilate_equals_the_window_definition(mask, radius):
+    h, w = mask.shape
+    ref = np.array([[mask[max(r - radius, 0):r + radius + 1, max(c - radius, 0):c + radius + 1]
+                     .any() for c in range(w)] for r in range(h)])
+    assert np.array_equal(dilate(mask, radius), ref)

@@ -18,7 +18,8 @@ job.
 runtime model owns one arena and is not shared between threads). The runtime's C call releases
 the GIL (cffi does so around every foreign call), so two threads overlap their model runs; the
 numpy and Python parts (regions, crops) hold it for most of their time. The runtime's own
-kernel threads are set to 1 (`runtime.set_num_threads`): the parallelism is across streams.
+kernel threads are 1 by default (`kernel_threads`, runtime.set_num_threads): the parallelism
+is across streams.
 
 Imports numpy and minitorch_edge.runtime only -- what a device needs.
 """
@@ -32,7 +33,8 @@ from .. import runtime
 from .regions import BackgroundModel, find_regions, motion_energy
 from .models_io import DIGIT_SIZE, FILTER_SIZE, NOT_A_DIGIT_CLASS, normalise_crop
 
-__all__ = ["Detection", "CascadeModels", "StreamProcessor", "StreamStats", "run_streams"]
+__all__ = ["Detection", "CascadeModels", "StreamProcessor", "StreamStats", "STAGES",
+           "run_streams"]
 
 Detection = collections.namedtuple("Detection", "box label score")
 
@@ -70,16 +72,23 @@ class CascadeModels:
         self.digits.close()
 
 
+STAGES = ("motion", "regions", "crops", "filter", "digits", "background")
+
+
 class StreamStats:
     """Counts of one stream's run: frames seen / processed, regions found / classified by the
-    heavy model."""
+    heavy model; `seconds`: wall time per stage (STAGES: motion energy, foreground + regions,
+    crops, the filter's and the heavy model's runtime calls, the background update)."""
 
     def __init__(self):
         self.frames = self.processed = self.regions = self.classified = 0
+        self.seconds = dict.fromkeys(STAGES, 0.0)
 
     def add(self, other):
         for k in ("frames", "processed", "regions", "classified"):
             setattr(self, k, getattr(self, k) + getattr(other, k))
+        for k in STAGES:
+            self.seconds[k] += other.seconds[k]
         return self
 
 
@@ -105,39 +114,60 @@ class StreamProcessor:
         self.last_frame, self.last_detections = None, []
         self.stats = StreamStats()
 
+    def _lap(self, stage, start):
+        """Add the time since `start` to `stage`; the time now."""
+        now = time.perf_counter()
+        self.stats.seconds[stage] += now - start
+        return now
+
     def process(self, frame):
         """The detections for `frame` (float32 (H, W) in [0, 1])."""
         self.stats.frames += 1
-        if (self.sampling and self.last_frame is not None and
-                motion_energy(frame, self.last_frame, self.pixel_threshold)
-                < self.motion_threshold):
-            return self.last_detections
+        t = time.perf_counter()
+        if self.sampling and self.last_frame is not None:
+            still = motion_energy(frame, self.last_frame, self.pixel_threshold) \
+                < self.motion_threshold
+            t = self._lap("motion", t)
+            if still:
+                return self.last_detections
         self.stats.processed += 1
         foreground = self.background.foreground(frame)
         difference = self.background.difference(frame)
+        boxes = find_regions(foreground, self.min_area, self.merge_gap)
+        t = self._lap("regions", t)
         detections = []
-        for box in find_regions(foreground, self.min_area, self.merge_gap):
+        for box in boxes:
             self.stats.regions += 1
-            if self.cascade and not self.models.is_digit(
-                    normalise_crop(difference, box, FILTER_SIZE), self.filter_threshold):
-                continue
+            if self.cascade:
+                crop8 = normalise_crop(difference, box, FILTER_SIZE)
+                t = self._lap("crops", t)
+                keep = self.models.is_digit(crop8, self.filter_threshold)
+                t = self._lap("filter", t)
+                if not keep:
+                    continue
             self.stats.classified += 1
-            label, score = self.models.classify(normalise_crop(difference, box, DIGIT_SIZE))
+            crop16 = normalise_crop(difference, box, DIGIT_SIZE)
+            t = self._lap("crops", t)
+            label, score = self.models.classify(crop16)
+            t = self._lap("digits", t)
             if label != NOT_A_DIGIT_CLASS:
                 detections.append(Detection(box, label, score))
         self.background.update(frame, foreground)
+        self._lap("background", t)
         self.last_frame, self.last_detections = frame, detections
         return detections
 
 
-def run_streams(frames_per_stream, filter_path, digits_path, workers=1, **options):
+def run_streams(frames_per_stream, filter_path, digits_path, workers=1, kernel_threads=1,
+                **options):
     """Run every stream (a sequence of float32 (T, H, W) arrays) through its own
-    StreamProcessor(**options) on `workers` threads. Returns (detections: one list per stream
-    of one list per frame, StreamStats summed, wall seconds of the processing -- model loading
+    StreamProcessor(**options) on `workers` threads; the runtime's kernels use `kernel_threads`
+    (process-wide, runtime.set_num_threads). Returns (detections: one list per stream of one
+    list per frame, StreamStats summed, wall seconds of the processing -- model loading
     excluded)."""
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"run_streams: workers must be a positive int, got {workers!r}")
-    runtime.set_num_threads(1)
+    runtime.set_num_threads(kernel_threads)
     n = len(frames_per_stream)
     results, stats = [None] * n, [None] * n
     errors = []

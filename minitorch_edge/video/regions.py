@@ -5,9 +5,10 @@
   still scene scores ~0 however noisy it is).
 * `BackgroundModel`: a running average of the empty scene, updated only where nothing is in
   front of it; `foreground(frame)` is the thresholded difference |frame - background|.
-* `connected_components(mask)`: two-pass labelling on runs -- each row's runs of foreground
-  pixels are found with numpy, runs that touch across neighbouring rows are joined in a
-  union-find, and each run gets its root's label. Labels count 1.. in raster order of each
+* `connected_components(mask)`: two-pass labelling on runs, vectorised -- each row's runs of
+  foreground pixels and the pairs of runs that touch across neighbouring rows are found with
+  numpy, the pairs are joined by a union-find (min-label propagation with pointer jumping),
+  and each run gets its root's label. Labels count 1.. in raster order of each
   component's first pixel (what a raster-scan flood fill gives), 0 is background.
 * `component_boxes`, `merge_boxes`, `pad_box`: boxes of the components, nearby ones merged
   (the strokes of one digit can fall apart in the mask), padded and clipped to the frame.
@@ -32,17 +33,21 @@ def motion_energy(a, b, pixel_threshold=0.1):
 
 
 def dilate(mask, radius=1):
-    """Binary dilation of a 2-D mask by a (2r+1) square (shifted ORs, no scipy)."""
+    """Binary dilation of a 2-D mask by a (2r+1) square: shifted ORs along the rows, then
+    along the columns (the square is separable; no scipy)."""
     if radius <= 0:
         return mask
     out = mask.copy()
-    h, w = mask.shape
-    for dr in range(-radius, radius + 1):
-        for dc in range(-radius, radius + 1):
-            if dr == 0 and dc == 0:
-                continue
-            out[max(dr, 0):h + min(dr, 0), max(dc, 0):w + min(dc, 0)] |= \
-                mask[max(-dr, 0):h + min(-dr, 0), max(-dc, 0):w + min(-dc, 0)]
+    for axis in (0, 1):
+        src, n = out.copy(), mask.shape[axis]
+        for d in range(1, radius + 1):
+            if d >= n:
+                break
+            lead = [slice(None)] * 2
+            lag = [slice(None)] * 2
+            lead[axis], lag[axis] = slice(d, None), slice(None, n - d)
+            out[tuple(lead)] |= src[tuple(lag)]
+            out[tuple(lag)] |= src[tuple(lead)]
     return out
 
 
@@ -68,8 +73,9 @@ class BackgroundModel:
         return frame - self.estimate
 
     def update(self, frame, foreground):
-        keep = ~dilate(foreground, 2)
-        self.estimate[keep] += self.rate * (frame[keep] - self.estimate[keep])
+        step = self.rate * (frame - self.estimate)
+        step[dilate(foreground, 2)] = 0.0
+        self.estimate += step
 
 
 def _runs(mask):
@@ -83,9 +89,32 @@ def _runs(mask):
     return rows_s, starts, stops
 
 
+def _touching_runs(rows, starts, stops, reach):
+    """(a, b): every pair of runs a in row r and b in row r + 1 that touch. Runs are in raster
+    order, so keys row * K + column are sorted for both the starts and the stops; the runs of
+    row r + 1 touching run a form one range [lo, hi), found by two searchsorted calls."""
+    k = int(stops.max()) + reach + 2
+    start_keys, stop_keys = rows * k + starts, rows * k + stops
+    next_row = (rows + 1) * k
+    # touch: start_b < stop_a + reach and stop_b + reach > start_a
+    lo = np.searchsorted(stop_keys, next_row + starts - reach, side="right")
+    hi = np.searchsorted(start_keys, next_row + stops + reach, side="left")
+    count = np.maximum(hi - lo, 0)
+    a = np.repeat(np.arange(len(rows)), count)
+    b = np.repeat(lo, count) + (np.arange(count.sum()) - np.repeat(np.cumsum(count) - count,
+                                                                   count))
+    return a, b
+
+
 def connected_components(mask, connectivity=8):
     """(labels int32 of mask's shape, count): 0 background, 1..count the components in raster
-    order of their first pixel. `connectivity` 4 (edges) or 8 (edges and corners)."""
+    order of their first pixel. `connectivity` 4 (edges) or 8 (edges and corners).
+
+    Two passes over runs, all in numpy: (1) each row's runs of True, and the pairs of runs that
+    touch across neighbouring rows; (2) union-find over those pairs as min-label propagation
+    with pointer jumping (every run points at the smallest run index of its component: the
+    component's first run in raster order), then each run's pixels painted with its component's
+    number."""
     mask = np.asarray(mask)
     if mask.ndim != 2:
         raise ValueError(f"connected_components: mask must be 2-D, got shape {mask.shape}")
@@ -98,33 +127,23 @@ def connected_components(mask, connectivity=8):
     labels = np.zeros(mask.shape, np.int32)
     if n == 0:
         return labels, 0
-    parent = list(range(n))
-
-    def find(i):
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    # runs of row r occupy [first[r], first[r + 1]) in the raster-ordered arrays
-    first = np.searchsorted(rows, np.arange(mask.shape[0] + 1))
-    reach = 1 if connectivity == 8 else 0    # a corner touch counts for 8-connectivity
-    for r in range(1, mask.shape[0]):
-        a0, a1, b0, b1 = first[r - 1], first[r], first[r], first[r + 1]
-        if a0 == a1 or b0 == b1:
-            continue
-        # runs [s, e) and [s', e') touch when s < e' + reach and s' < e + reach
-        touch = ((starts[a0:a1, None] < stops[None, b0:b1] + reach)
-                 & (starts[None, b0:b1] < stops[a0:a1, None] + reach))
-        for i, j in zip(*np.nonzero(touch)):
-            ri, rj = find(a0 + i), find(b0 + j)
-            if ri != rj:
-                parent[max(ri, rj)] = min(ri, rj)   # the earlier run (raster order) is root
-    roots = np.array([find(i) for i in range(n)])
-    # number the roots in raster order: a root is its component's first run
-    unique_roots, run_label = np.unique(roots, return_inverse=True)
-    for k in range(n):
-        labels[rows[k], starts[k]:stops[k]] = run_label[k] + 1
+    a, b = _touching_runs(rows, starts, stops, 1 if connectivity == 8 else 0)
+    root = np.arange(n)
+    while True:
+        low = np.minimum(root[a], root[b])
+        new = root.copy()
+        np.minimum.at(new, a, low)
+        np.minimum.at(new, b, low)
+        new = new[new]                          # pointer jumping: root[x] <= x, same component
+        if np.array_equal(new, root):
+            break
+        root = new
+    unique_roots, component = np.unique(root, return_inverse=True)
+    lengths = stops - starts
+    run_of_pixel = np.repeat(np.arange(n), lengths)
+    within = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    flat = rows[run_of_pixel] * mask.shape[1] + starts[run_of_pixel] + within
+    labels.ravel()[flat] = component[run_of_pixel] + 1
     return labels, len(unique_roots)
 
 

@@ -6,10 +6,15 @@ through the heavy model).
     report = run_report(short=True)        # seconds; the CI mode
     print(format_report(report))
 
+Stream workers run with 1-thread kernels; one more layout runs 1 worker with 2-thread kernels
+(the runtime's own parallelism inside each call).
+
 `run_report` returns a dict (JSON-ready): "config", "models" (paths, sizes, held-out
 accuracies, per-call latency of each on the runtime), "gil" (the same number of heavy-model
 calls on 1 and 2 threads: does the C call release the GIL?), "runs" (one row per setting) and
-"sweep" (the motion threshold against frames processed and accuracy).
+"sweep" (the motion threshold against frames processed and accuracy). Each run's
+"stage_seconds" splits its time by stage; the share spent in runtime calls bounds what a
+second thread can gain (Amdahl: the rest holds the GIL).
 """
 import json
 import os
@@ -22,7 +27,7 @@ import numpy as np
 
 from .. import runtime
 from .evaluate import agreement, score
-from .pipeline import run_streams
+from .pipeline import STAGES, run_streams
 from .streams import SyntheticCamera
 
 __all__ = ["SETTINGS", "run_report", "format_report", "gil_check", "CONFIGS"]
@@ -34,9 +39,9 @@ SETTINGS = (("every frame, heavy model only", False, False),
             ("motion sampling + cascade", True, True))
 
 CONFIGS = {
-    "short": dict(streams=2, frames=90, num_train=1200, epochs=4, width=8,
+    "short": dict(streams=2, frames=90, num_train=1200, epochs=4, width=8, repeats=1,
                   sweep=(1e-3, 4e-3), gil_calls=200),
-    "full": dict(streams=4, frames=300, num_train=4000, epochs=8, width=16,
+    "full": dict(streams=4, frames=300, num_train=4000, epochs=8, width=16, repeats=5,
                  sweep=(5e-4, 1e-3, 2e-3, 4e-3, 8e-3), gil_calls=2000),
 }
 
@@ -175,24 +180,40 @@ def run_report(short=False, threads=(1, 2), folder=None, seed=0, motion_threshol
                 for i in range(cfg["streams"])]
         frames, truth = [c.frames for c in cams], [c.truth for c in cams]
         paths = (built["filter"], built["digits"])
-        runs, reference = [], None
-        for workers in threads:
+        # (workers, kernel threads): each worker count with 1-thread kernels, then one worker
+        # with 2-thread kernels (the runtime's own parallelism inside each call)
+        layouts = [(w, 1) for w in threads] + [(1, 2)]
+        timed = {}
+        run_streams(frames, *paths, sampling=False, cascade=False)       # warm-up, untimed
+        for _ in range(cfg["repeats"]):     # rounds interleave the settings: drift hits all
+            for layout in layouts:
+                for name, sampling, cascade in SETTINGS:
+                    dets, stats, seconds = run_streams(
+                        frames, *paths, workers=layout[0], kernel_threads=layout[1],
+                        sampling=sampling, cascade=cascade, motion_threshold=motion_threshold)
+                    key = (layout, name)
+                    if key in timed:
+                        timed[key][2].append(seconds)
+                    else:
+                        timed[key] = (dets, stats, [seconds])
+        reference = timed[(layouts[0], SETTINGS[0][0])][0]
+        runs = []
+        for layout in layouts:
             for name, sampling, cascade in SETTINGS:
-                dets, stats, seconds = run_streams(frames, *paths, workers=workers,
-                                                   sampling=sampling, cascade=cascade,
-                                                   motion_threshold=motion_threshold)
-                if reference is None:
-                    reference = dets
+                dets, stats, times = timed[(layout, name)]
+                seconds = float(np.median(times))
                 s = score(dets, truth)
                 runs.append({
-                    "setting": name, "threads": workers, "sampling": sampling,
-                    "cascade": cascade, "fps": stats.frames / seconds, "seconds": seconds,
+                    "setting": name, "threads": layout[0], "kernel_threads": layout[1],
+                    "sampling": sampling, "cascade": cascade, "fps": stats.frames / seconds,
+                    "seconds": seconds, "all_seconds": times,
                     "frames": stats.frames, "processed": stats.processed / stats.frames,
                     "regions": stats.regions,
                     "heavy_fraction": stats.classified / max(stats.regions, 1),
                     "precision": s.precision, "recall": s.recall, "f1": s.f1,
                     "classification": s.classification, "accuracy": s.accuracy,
                     "missed": s.missed, "missed_touching": s.missed_touching,
+                    "stage_seconds": dict(stats.seconds),
                     "agreement": agreement(dets, reference)})
         sweep = []
         for threshold in cfg["sweep"]:
@@ -207,7 +228,7 @@ def run_report(short=False, threads=(1, 2), folder=None, seed=0, motion_threshol
         config = dict(cfg, mode="short" if short else "full", seed=seed, threads=list(threads),
                       motion_threshold=motion_threshold, frame_shape=list(frames[0].shape[1:]),
                       frames_with_objects=busy / sum(len(c) for c in cams),
-                      true_digits=runs[0] and score(reference, truth).true_digits,
+                      true_digits=score(reference, truth).true_digits,
                       cpus=os.cpu_count())
         return {"config": config, "models": models, "gil": gil, "runs": runs, "sweep": sweep}
     finally:
@@ -236,14 +257,30 @@ def format_report(report):
              f"{g['control_worker_ms']:.0f} ms stalls it {g['control_stall_ms']:.0f} ms): the "
              f"C call {'releases' if g['released'] else 'holds'} the GIL.",
              "",
+             "FPS: frames of all streams per second, the median of "
+             f"{c['repeats']} interleaved rounds. Threads: stream workers x the runtime's kernel "
+             "threads.",
+             "",
              "| setting | threads | FPS | frames processed | regions | to heavy model | "
              "precision | recall | digit accuracy | found+right | agreement with reference |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in report["runs"]:
-        lines.append(f"| {r['setting']} | {r['threads']} | {r['fps']:.0f} | "
+        lines.append(f"| {r['setting']} | {r['threads']}x{r['kernel_threads']} | {r['fps']:.0f} | "
                      f"{r['processed']:.0%} | {r['regions']} | {r['heavy_fraction']:.0%} | "
                      f"{r['precision']:.1%} | {r['recall']:.1%} | {r['classification']:.1%} | "
                      f"{r['accuracy']:.1%} | {r['agreement']:.1%} |")
+    lines += ["", "Where the time goes (1 thread; share of the stages' total; the runtime calls "
+                  "include their Python argument checks):", "",
+              "| setting | " + " | ".join(STAGES) + " | in runtime calls | 2-thread bound |",
+              "|---|" + "---:|" * (len(STAGES) + 2)]
+    for r in report["runs"]:
+        if (r["threads"], r["kernel_threads"]) != (1, 1):
+            continue
+        total = sum(r["stage_seconds"].values()) or 1.0
+        share = {k: v / total for k, v in r["stage_seconds"].items()}
+        in_c = share["filter"] + share["digits"]
+        lines.append(f"| {r['setting']} | " + " | ".join(f"{share[k]:.0%}" for k in STAGES)
+                     + f" | {in_c:.0%} | {1 / (1 - in_c / 2):.2f}x |")
     ref = report["runs"][0]
     lines += ["", f"The reference misses {ref['missed']} true digit boxes; "
                   f"{ref['missed_touching']} of them were touching another object (their regions "
