@@ -150,6 +150,18 @@ def build_models(folder, num_train=3000, epochs=6, width=16, seed=0):
     `folder` (filter.int8.mte, digits.int8.mte; written atomically by export_model) and return
     {"filter": path, "digits": path, "filter_accuracy": .., "digit_accuracy": ..}: the
     accuracies on held-out crops (seed + 1, the test split's digits) of the float models."""
+    from .. import backend
+    previous = backend.get_num_threads()
+    # tiny convolutions gain nothing from a second kernel thread, and lose 5-10x when the
+    # cores are busy (measured on a loaded two-core machine): train on one
+    backend.set_num_threads(1)
+    try:
+        return _build_models(folder, num_train, epochs, width, seed)
+    finally:
+        backend.set_num_threads(previous)
+
+
+def _build_models(folder, num_train, epochs, width, seed):
     import minitorch_edge as mte
     os.makedirs(folder, exist_ok=True)
     mte.manual_seed(seed)
