@@ -168,7 +168,9 @@ models.close()
 # `run_streams` deals the streams over worker threads; each worker loads its own copies of the
 # models (a runtime model owns one arena). FPS counts the frames of all streams together.
 # On a busy two-core machine the 2-thread numbers are noisy: the Python parts (regions, crops,
-# the per-call argument checks) hold the GIL, and only the C calls overlap.
+# the per-call argument checks) hold the GIL, and only the C calls overlap. The runtime's own
+# kernel threads stay at 1 here: for models this small a second kernel thread costs more
+# than it gains (`python -m minitorch_edge.video` measures that layout too).
 
 # %%
 frames, truth = [c.frames for c in cams], [c.truth for c in cams]

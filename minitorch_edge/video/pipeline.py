@@ -78,10 +78,14 @@ STAGES = ("motion", "regions", "crops", "filter", "digits", "background")
 class StreamStats:
     """Counts of one stream's run: frames seen / processed, regions found / classified by the
     heavy model; `seconds`: wall time per stage (STAGES: motion energy, foreground + regions,
-    crops, the filter's and the heavy model's runtime calls, the background update)."""
+    crops, the filter's and the heavy model's runtime calls, the background update);
+    `cpu_seconds` (set by run_streams): the CPU time the whole process used meanwhile, all
+    threads, the runtime's kernel threads too -- what the work cost, however busy the machine
+    was (wall time also counts the waits for a core)."""
 
     def __init__(self):
         self.frames = self.processed = self.regions = self.classified = 0
+        self.cpu_seconds = 0.0
         self.seconds = dict.fromkeys(STAGES, 0.0)
 
     def add(self, other):
@@ -196,13 +200,15 @@ def run_streams(frames_per_stream, filter_path, digits_path, workers=1, kernel_t
     for t in threads:
         t.start()
     ready.wait()
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     for t in threads:
         t.join()
     seconds = time.perf_counter() - start
+    cpu_seconds = time.process_time() - cpu_start
     if errors:
         raise errors[0]
     total = StreamStats()
     for s in stats:
         total.add(s)
+    total.cpu_seconds = cpu_seconds
     return results, total, seconds
