@@ -17,12 +17,17 @@ def main(argv=None, prog="python -m minitorch_edge.video"):
     parser.add_argument("--motion-threshold", type=float, default=1e-3,
                         help="motion energy that makes a frame worth processing")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--width", type=int,
+                        help="the heavy model's width (default: 8 short, 16 full)")
     parser.add_argument("--out", help="folder to keep the .mte files and report.md/json in")
     args = parser.parse_args(argv)
     if any(t < 1 for t in args.threads):
         parser.error(f"--threads must be positive, got {args.threads}")
+    if args.width is not None and args.width < 1:
+        parser.error(f"--width must be positive, got {args.width}")
     report = run_report(short=args.short, threads=tuple(args.threads), folder=args.out,
-                        seed=args.seed, motion_threshold=args.motion_threshold)
+                        seed=args.seed, motion_threshold=args.motion_threshold,
+                        width=args.width)
     print(format_report(report))
     if args.out:
         write_report(report, args.out)

@@ -155,11 +155,17 @@ def _longest_pause(work):
         sys.setswitchinterval(previous)
 
 
-def run_report(short=False, threads=(1, 2), folder=None, seed=0, motion_threshold=1e-3):
+def run_report(short=False, threads=(1, 2), folder=None, seed=0, motion_threshold=1e-3,
+               width=None):
     """The report as a dict (see the module docstring). `folder`: where the .mte files go (kept);
-    None: a temporary folder, removed afterwards."""
+    None: a temporary folder, removed afterwards. `width`: the heavy model's (DigitNet) width,
+    instead of the mode's."""
     from .models import build_models
     cfg = dict(CONFIGS["short" if short else "full"])
+    if width is not None:
+        if isinstance(width, bool) or not isinstance(width, int) or width < 1:
+            raise ValueError(f"run_report: width must be a positive int, got {width!r}")
+        cfg["width"] = width
     for t in threads:
         if isinstance(t, bool) or not isinstance(t, int) or t < 1:
             raise ValueError(f"run_report: threads must be positive ints, got {threads!r}")
@@ -245,7 +251,8 @@ def run_report(short=False, threads=(1, 2), folder=None, seed=0, motion_threshol
 def format_report(report):
     """The report as Markdown tables."""
     c, m, g = report["config"], report["models"], report["gil"]
-    lines = [f"Video pipeline report ({c['mode']} mode): {c['streams']} streams x {c['frames']} "
+    lines = [f"Video pipeline report ({c['mode']} mode, heavy model width {c['width']}): "
+             f"{c['streams']} streams x {c['frames']} "
              f"frames of {c['frame_shape'][0]}x{c['frame_shape'][1]}, "
              f"{c['frames_with_objects']:.0%} of frames with objects, {c['true_digits']} "
              f"true digit boxes; motion threshold {c['motion_threshold']:g}; {c['cpus']} CPUs.",
