@@ -108,8 +108,8 @@ def training_crops(num, seed, split="train", canvas=32, shape_probability=0.35,
         boxes = find_regions(np.abs(difference) > threshold)
         if not boxes:                       # nothing stood out: a pure-noise crop
             side = int(rng.integers(8, 20))
-            boxes = [(int(rng.integers(0, canvas - side)),) * 2]
-            boxes = [(boxes[0][0], boxes[0][1], boxes[0][0] + side, boxes[0][1] + side)]
+            r0, c0 = (int(v) for v in rng.integers(0, canvas - side, size=2))
+            boxes = [(r0, c0, r0 + side, c0 + side)]
         for box in boxes:
             is_digit = truth_box is not None and label != NOT_A_DIGIT_CLASS \
                 and box_iou(box, truth_box) >= 0.5
