@@ -9,12 +9,12 @@ with the package. Only models.py (training) needs the training stack; the pipeli
 numpy and minitorch_edge.runtime.
 """
 from .evaluate import Scores, agreement, match, score
-from .pipeline import CascadeModels, Detection, StreamProcessor, StreamStats, run_streams
+from .pipeline import STAGES, CascadeModels, Detection, StreamProcessor, StreamStats, run_streams
 from .regions import (BackgroundModel, box_iou, component_boxes, connected_components,
                       crop_resize, dilate, find_regions, merge_boxes, motion_energy, pad_box)
 from .streams import GroundTruthObject, SyntheticCamera
 
-__all__ = ["BackgroundModel", "CascadeModels", "Detection", "GroundTruthObject", "Scores",
+__all__ = ["BackgroundModel", "CascadeModels", "Detection", "GroundTruthObject", "STAGES", "Scores",
            "StreamProcessor", "StreamStats", "SyntheticCamera", "agreement", "box_iou",
            "component_boxes", "connected_components", "crop_resize", "dilate", "find_regions",
            "match", "merge_boxes", "motion_energy", "pad_box", "run_streams", "score"]

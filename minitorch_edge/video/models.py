@@ -1,6 +1,6 @@
 """The two models of the cascade, their training data and their export to the C runtime.
 
-* `TinyFilter`: a ~3k-MAC int8 CNN on an 8x8 crop that answers one question, "is there a digit
+* `TinyFilter`: a ~7k-MAC int8 CNN on an 8x8 crop that answers one question, "is there a digit
   in this region?" (2 classes). It runs on every region, so it must be cheap.
 * `DigitNet`: the heavier CNN on a 16x16 crop: 10 digits plus "not a digit" (class 10), so it
   can also stand alone (the no-cascade baseline runs it on every region).
@@ -28,11 +28,13 @@ from .streams import _shape_mask, _texture, digit_images
 __all__ = ["TinyFilter", "DigitNet", "NOT_A_DIGIT_CLASS", "FILTER_SIZE", "DIGIT_SIZE",
            "normalise_crop", "training_crops", "train_classifier", "build_models"]
 
+
 def _module_classes():
     from .. import nn
 
     class TinyFilter(nn.Module):
-        """8x8 crop -> conv3x3(4) relu pool -> conv3x3(8) relu pool -> linear(32, 2)."""
+        """8x8 crop -> conv3x3(4) relu pool -> conv3x3(8) relu pool -> linear(32, 2): about
+        7k MACs."""
 
         def __init__(self):
             super().__init__()

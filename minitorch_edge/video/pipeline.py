@@ -19,7 +19,8 @@ runtime model owns one arena and is not shared between threads). The runtime's C
 the GIL (cffi does so around every foreign call), so two threads overlap their model runs; the
 numpy and Python parts (regions, crops) hold it for most of their time. The runtime's own
 kernel threads are 1 by default (`kernel_threads`, runtime.set_num_threads): the parallelism
-is across streams.
+is across streams (for models this small a second kernel thread costs more than it gains on a
+busy machine; bench/results/video-2026-12-03.md).
 
 Imports numpy and minitorch_edge.runtime only -- what a device needs.
 """
