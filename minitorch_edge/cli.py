@@ -115,6 +115,9 @@ def _parser():
                        help="override a config key, dotted (--set optimizer.lr=0.01); VALUE is "
                             "read as JSON, else as a string; repeatable")
     run_options(train, "from the config")
+    sub.add_parser("video", add_help=False,     # its own parser: minitorch_edge/video/__main__.py
+                   help="the video analytics report (synthetic cameras, motion sampling, an "
+                        "int8 cascade on the C runtime); video --help for its options")
     info_p = sub.add_parser("info", help="version, backend, native kernels and CPU features")
     info_p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
     return parser
@@ -154,6 +157,9 @@ def _config(args, demo):
 
 
 def _run(argv):
+    if argv[:1] == ["video"]:                   # its options are parsed by the video module
+        from .video.__main__ import main as video_main
+        return video_main(argv[1:], prog="minitorch-edge video")
     args = _parser().parse_args(argv)
     if args.command == "info":
         info()
