@@ -21,7 +21,8 @@ The rest is kept out of the loop, each part behind a named helper below it:
   ``.grad`` without a copy — `mark_fresh`, `_claim_fresh`, `_adoptable`;
 * hooks and ``retain_grad`` on a node's outputs — `_run_output_hooks`; on a leaf —
   `_run_leaf_hooks`; ``Node.register_hook`` hooks — `_run_node_hooks`; hooks that run once a
-  leaf's ``.grad`` was accumulated — `register_post_accumulate_grad_hook`;
+  leaf's ``.grad`` was accumulated — `register_post_accumulate_grad_hook`; callbacks that run
+  once at the end of the pass — `queue_callback`;
 * checking what backward returns (count, type, shape; dtype cast), anomaly mode's nan/inf check,
   zeros for the missing gradients of a multi-output node — `_call_backward`, `_check_finite`,
   `_materialize_missing_grads`;
@@ -148,6 +149,8 @@ def _run(root_edges, root_grads, retain_graph, create_graph, targets, accumulate
                 _accumulate(leaf, g, create_graph, _adoptable(leaf, g, adopted))
                 if _post_accumulate_hooks:
                     _run_post_accumulate_hooks(leaf)
+        if _final_callbacks:
+            _run_final_callbacks()
     return {} if targets is None else targets.captured
 
 
@@ -166,6 +169,8 @@ class _backward_mode:
 
     def __exit__(self, *exc):
         _fresh.clear()
+        if exc[0] is not None:
+            _final_callbacks.clear()        # a failed pass runs none of its callbacks
         _State.enabled = self.prev
         self.errstate.__exit__(None, None, None)
         return False
@@ -328,6 +333,22 @@ def _run_post_accumulate_hooks(leaf):
 
 
 Tensor.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook
+
+
+# ---- callbacks at the end of a pass -------------------------------------------------------------
+_final_callbacks = []
+
+
+def queue_callback(callback):
+    """Run ``callback()`` once, when the running backward pass has accumulated every leaf's
+    gradient (after the post-accumulate-grad hooks): PyTorch's
+    ``Variable._execution_engine.queue_callback``. DDP waits for its all-reduces here."""
+    _final_callbacks.append(callback)
+
+
+def _run_final_callbacks():
+    while _final_callbacks:
+        _final_callbacks.pop(0)()
 
 
 # ---- leaves -------------------------------------------------------------------------------------
