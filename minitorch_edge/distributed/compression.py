@@ -4,7 +4,8 @@ A compressor turns a flat float gradient into a small byte payload and back:
 
 * `Quantizer(bits=8|4)`: rounds to 2**(bits-1) - 1 levels each side of zero, with one scale per
   payload (the largest magnitude) — the seed article's gradient quantization;
-* `SignCompressor`: one bit per value (its sign) and one scale (the mean magnitude) — 1-bit SGD;
+* `SignCompressor`: one bit per value (its sign) and a scale for each sign (the mean of the
+  values of that sign) — 1-bit SGD;
 * `TopK(ratio)`: the k largest magnitudes, as (int32 index, float32 value) pairs.
 
 Error feedback (`Compressor.compress`): the residual of a key (a DDP bucket, a parameter
@@ -100,17 +101,21 @@ class Quantizer(Compressor):
 
 
 class SignCompressor(Compressor):
-    """1-bit SGD: the sign of each value, and the mean magnitude as the one scale."""
+    """1-bit SGD (Seide et al. 2014): one bit per value (is it >= 0) and two float32 scales per
+    payload, the mean of the values >= 0 and the mean of those < 0, which each bit decodes to."""
 
     name = "sign"
 
     def encode(self, values):
-        scale = np.float32(np.abs(values).mean() if values.size else 0.0)
-        return np.concatenate([_scale_bytes(scale), np.packbits(values >= 0)])
+        up = values >= 0
+        hi = values[up].mean() if up.any() else 0.0
+        lo = values[~up].mean() if (~up).any() else 0.0
+        return np.concatenate([np.array([hi, lo], np.float32).view(np.uint8), np.packbits(up)])
 
     def decode(self, payload, n, dtype):
-        bits = np.unpackbits(payload[4:])[:n]
-        return (bits.astype(dtype) * 2 - 1) * dtype.type(_scale_of(payload))
+        hi, lo = payload[:8].view(np.float32)
+        up = np.unpackbits(payload[8:])[:n].astype(bool)
+        return np.where(up, dtype.type(hi), dtype.type(lo))
 
 
 class TopK(Compressor):

@@ -159,6 +159,7 @@ class DistributedDataParallel(Module):
         if not self._pass_started:
             from ...autograd.engine import queue_callback
             self._pass_started = True
+            self._state_bytes0 = getattr(self._comm_state, "bytes_sent", None)
             queue_callback(self._finish_pass)
         bucket = self._bucket_of[id(p)]
         bucket.ready.add(id(p))
@@ -195,7 +196,6 @@ class DistributedDataParallel(Module):
                     f"module.parameters()) received no gradient in this backward, so their "
                     f"buckets cannot be reduced. Pass find_unused_parameters=True if the model "
                     f"does not use every parameter in every forward")
-            state_bytes = getattr(self._comm_state, "bytes_sent", None)
             while self._next_bucket < len(self._buckets):
                 self._launch(self._buckets[self._next_bucket])
             for b in self._buckets:
@@ -208,8 +208,8 @@ class DistributedDataParallel(Module):
                     else:
                         p._grad._data[...] = values
                         p._grad._vc[0] += 1
-            if self._comm_hook is not None and state_bytes is not None:
-                self._pass_bytes = self._comm_state.bytes_sent - state_bytes
+            if self._comm_hook is not None and self._state_bytes0 is not None:
+                self._pass_bytes = self._comm_state.bytes_sent - self._state_bytes0
             self._stats["steps"] += 1
             self._stats["bytes_per_step"] = int(self._pass_bytes)
             self._stats["bytes_total"] += int(self._pass_bytes)
