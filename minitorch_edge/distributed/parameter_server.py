@@ -22,8 +22,6 @@ The messages (numpy buffers, no pickling): a worker sends a control header int64
 version it computed on, payload bytes] (kind PULL, PUSH or DONE); a PUSH is followed by the
 payload; the server answers a PULL with int64[version] and the flat parameters.
 """
-import time
-
 import numpy as np
 
 from ..tensor import Tensor
@@ -81,13 +79,8 @@ class ParameterServer:
                                for p in self.params])
 
     def _wait(self, req, what, status=None):
-        deadline = time.monotonic() + self.pg.timeout_s
-        while not (req.Test(status) if status is not None else req.Test()):
-            if time.monotonic() > deadline:
-                raise pgm.DistributedError(
-                    f"ParameterServer: {what} timed out after {self.pg.timeout_s:g} s on rank "
-                    f"{self.rank} (the other side raised or died)")
-            time.sleep(1e-4)
+        test = (lambda: req.Test(status)) if status is not None else req.Test
+        pgm.wait_for(test, self.pg, f"ParameterServer: {what}")
 
     def _send(self, array, dest, tag, what):
         self._wait(self.pg.comm.Isend(np.ascontiguousarray(array), dest=dest, tag=tag), what)

@@ -55,12 +55,34 @@ class ProcessGroup:
         self.comm = comm
         self.timeout_s = float(timeout_s)
         self.backend = backend
+        self.pids = None            # rank -> (host, pid), to name a rank that died
 
     def rank(self):
         return self.comm.Get_rank()
 
     def size(self):
         return self.comm.Get_size()
+
+    def gone_ranks(self):
+        """Ranks on this host whose process no longer runs (exited, killed, or a zombie)."""
+        if self.pids is None:
+            return []
+        import socket
+        host, gone = socket.gethostname(), []
+        for r, (h, pid) in enumerate(self.pids):
+            if h == host and not _process_alive(pid):
+                gone.append(r)
+        return gone
+
+
+def _process_alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
 
 
 class _World:
@@ -143,8 +165,19 @@ def init_process_group(backend="mpi", init_method=None, timeout=None, world_size
         raise ValueError(f"init_process_group: rank={rank} but MPI gave this process rank "
                          f"{comm.Get_rank()}; pass rank=-1 (MPI assigns ranks)")
     _World.MPI = MPI
-    _World.group = group.WORLD = ProcessGroup(comm, timeout_s)
+    _World.group = group.WORLD = pg = ProcessGroup(comm, timeout_s)
     if comm.Get_size() > 1:
+        import socket
+        mine = np.zeros(72, np.uint8)           # hostname (64 bytes) and pid, as bytes
+        mine[:64] = np.frombuffer(socket.gethostname().encode()[:64].ljust(64, b"\0"), np.uint8)
+        mine[64:] = np.array([os.getpid()], np.int64).view(np.uint8)
+        table = np.empty((comm.Get_size(), 72), np.uint8)
+        comm.Allgather(mine, table)
+        pg.pids = [(bytes(row[:64]).rstrip(b"\0").decode(), int(row[64:].view(np.int64)[0]))
+                   for row in table]
+        if pg.rank() == 0:
+            from .launch import write_ranks_file
+            write_ranks_file(pg.pids)
         _install_excepthook()
 
 
@@ -211,6 +244,30 @@ def new_group(ranks=None, timeout=None, backend=None):
 
 
 # ---- waiting with a deadline --------------------------------------------------------------------
+def wait_for(test, pg, what, limit=None):
+    """Call ``test()`` until it returns True: spinning first, then sleeping up to 1 ms between
+    calls. Raises DistributedError naming `what` after `limit` seconds (the group's timeout by
+    default), or at once when a rank of the group on this host is seen to be gone (checked
+    every second)."""
+    limit = pg.timeout_s if limit is None else limit
+    start = time.monotonic()
+    deadline, next_check, pause = start + limit, start + 1.0, 0.0
+    while not test():
+        now = time.monotonic()
+        gone = []
+        if now > next_check:
+            gone, next_check = pg.gone_ranks(), now + 1.0
+        if gone or now > deadline:
+            why = (f"rank {', '.join(map(str, gone))} is no longer running" if gone else
+                   f"timed out after {limit:g} s: some rank did not join (it raised, died, or "
+                   f"called a different collective); set the timeout with "
+                   f"init_process_group(timeout=...) or MTE_DIST_TIMEOUT")
+            raise DistributedError(f"{what} failed on rank {pg.rank()} of {pg.size()}: {why}")
+        if pause:
+            time.sleep(pause)
+        pause = min(pause * 2 or 1e-5, 1e-3)
+
+
 class Work:
     """A started collective: ``wait()`` (with the group's timeout), ``is_completed()``,
     ``get_future()``. `finish` runs once, after the requests complete (copy back, divide)."""
@@ -234,24 +291,13 @@ class Work:
             self._finish = None
 
     def wait(self, timeout=None):
-        """Block until done; raise DistributedError after the group's timeout (or `timeout`)."""
+        """Block until done; raise DistributedError after the group's timeout (or `timeout`),
+        or as soon as a rank of the group is seen to have died."""
         if self._done:
             return True
         limit = self._pg.timeout_s if timeout is None else _timeout_seconds(timeout)
-        deadline = time.monotonic() + limit
-        pause = 0.0
         for r in self._requests:
-            while not r.Test():
-                now = time.monotonic()
-                if now > deadline:
-                    raise DistributedError(
-                        f"{self._op_name} timed out after {limit:g} s on rank {self._pg.rank()} "
-                        f"of {self._pg.size()}: some rank did not join (it raised, died, or "
-                        f"called a different collective). Set the timeout with "
-                        f"init_process_group(timeout=...) or MTE_DIST_TIMEOUT")
-                if pause:
-                    time.sleep(pause)
-                pause = min(pause * 2 or 1e-5, 1e-3)   # spin first, then sleep up to 1 ms
+            wait_for(r.Test, self._pg, self._op_name, limit)
         self._complete()
         return True
 
