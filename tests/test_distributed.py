@@ -123,13 +123,16 @@ def test_world_size_one_without_mpiexec():
         for p, q in zip(model.parameters(), ref.parameters()):
             np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=0, atol=1e-15)
         assert ddp.comm_stats()["bytes_per_step"] == sum(p.numel() * 8 for p in model.parameters())
-        unused = nn.ModuleDict({"a": nn.Linear(2, 2), "b": nn.Linear(2, 2)})
-        ddp = nn.parallel.DistributedDataParallel(unused)
-        with pytest.raises(RuntimeError, match="find_unused_parameters=True"):
-            unused["a"](mte.ones(1, 2)).sum().backward()
-        ddp = nn.parallel.DistributedDataParallel(unused, find_unused_parameters=True)
-        unused["a"](mte.ones(1, 2)).sum().backward()
-        assert unused["b"].weight.grad is not None
+        for find_unused in (False, True):       # a model that leaves "b" unused
+            unused = nn.ModuleDict({"a": nn.Linear(2, 2), "b": nn.Linear(2, 2)})
+            nn.parallel.DistributedDataParallel(unused, find_unused_parameters=find_unused)
+            if not find_unused:
+                with pytest.raises(RuntimeError, match=r"parameters \[2, 3\].*"
+                                                       r"find_unused_parameters=True"):
+                    unused["a"](mte.ones(1, 2)).sum().backward()
+            else:
+                unused["a"](mte.ones(1, 2)).sum().backward()
+                assert unused["b"].weight.grad.abs().sum().item() == 0
     finally:
         dist.destroy_process_group()
     assert not dist.is_initialized()

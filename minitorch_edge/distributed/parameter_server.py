@@ -9,7 +9,9 @@ local data, ``push()`` (send ``.grad``), repeat; ``close()`` when done.
 
 Bounded staleness (stale-synchronous parallel): each worker's clock is the number of pushes it
 has made; the server answers a worker's pull only when that worker is at most ``staleness``
-pushes ahead of the slowest worker still running. ``staleness=0`` is synchronous SGD: every
+pushes ahead of the slowest worker still running. A worker's step-c push is applied as soon as
+every running worker has pulled its step-c parameters (at once, except when a worker is still
+starting that step), so no worker computes on updates from its own future. ``staleness=0`` is synchronous SGD: every
 worker computes its step-t gradient on the same parameters (those after all step t-1 pushes),
 so with plain SGD the server's parameters equal one process's on the whole batch. Larger values
 let fast workers run ahead on older parameters (``max_staleness`` records how many versions
@@ -133,8 +135,9 @@ class ParameterServer:
                                "push and close")
         MPI = pgm._World.MPI
         workers = range(1, self.pg.size())
-        clocks = {w: 0 for w in workers}
-        running, waiting = set(workers), []
+        clocks = {w: 0 for w in workers}        # pushes received from each worker
+        pulled = {w: 0 for w in workers}        # pulls answered for each worker
+        running, waiting, pushes = set(workers), [], []
         n_workers = len(clocks)
         while running or waiting:
             status = MPI.Status()
@@ -144,8 +147,7 @@ class ParameterServer:
             if kind == PUSH:
                 payload = self._recv(np.empty(int(header[2]), np.uint8), src, TAG_PAYLOAD,
                                      f"push from rank {src}")
-                self._apply(payload, n_workers)
-                self.max_staleness = max(self.max_staleness, self.version - 1 - int(header[1]))
+                pushes.append((clocks[src], int(header[1]), payload))
                 clocks[src] += 1
             elif kind == PULL:
                 waiting.append(src)
@@ -154,12 +156,27 @@ class ParameterServer:
             else:
                 raise pgm.DistributedError(f"ParameterServer: rank {src} sent an unknown message "
                                            f"kind {kind}")
-            slowest = min((clocks[w] for w in running), default=None)
-            for w in list(waiting):
-                if slowest is None or clocks[w] - slowest <= self.staleness:
-                    waiting.remove(w)
-                    self._send(np.array([self.version], np.int64), w, TAG_VERSION, "pull reply")
-                    self._send(self._flat_params(), w, TAG_PARAMS, "pull reply")
+            progress = True
+            while progress:
+                progress = False
+                # a step-c push is applied once every running worker has its step-c parameters
+                started = min((pulled[w] for w in running), default=float("inf"))
+                for item in [p for p in pushes if p[0] < started]:
+                    pushes.remove(item)
+                    self._apply(item[2], n_workers)
+                    self.max_staleness = max(self.max_staleness, self.version - 1 - item[1])
+                # a pull is answered while the worker is at most `staleness` steps ahead
+                slowest = min((clocks[w] for w in running), default=None)
+                for w in list(waiting):
+                    if slowest is None or clocks[w] - slowest <= self.staleness:
+                        waiting.remove(w)
+                        pulled[w] += 1
+                        progress = True
+                        self._send(np.array([self.version], np.int64), w, TAG_VERSION,
+                                   "pull reply")
+                        self._send(self._flat_params(), w, TAG_PARAMS, "pull reply")
+        for item in pushes:                     # pushes of steps no running worker started
+            self._apply(item[2], n_workers)
         return {"version": self.version, "pushes": self.pushes,
                 "max_staleness": self.max_staleness}
 
