@@ -213,3 +213,31 @@ def test_import_needs_no_mpi4py():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=dict(os.environ, PYTHONPATH=ROOT), timeout=60)
     assert out.stdout.split() == ["True", "False", "False"], out.stderr
+
+
+@needs_mpi
+def test_cli_train_nproc_runs_mpiexec_and_rank_0_writes(tmp_path):
+    out = tmp_path / "run"
+    env = dict(os.environ, MTE_DIST_TIMEOUT="60",
+               PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-m", "minitorch_edge", "train", "--nproc", "2",
+                           "--epochs", "1", "--set", "dataset.test_fraction=0.5",
+                           "--out", str(out)], env=env, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("epoch 1/1") == 1 and proc.stdout.count("test accuracy") == 1
+    assert sorted(os.listdir(out)) == ["checkpoint.safetensors", "config.json",
+                                       "last.safetensors", "metrics.csv", "steps.csv"]
+    assert sorted(os.listdir(tmp_path)) == ["run"]
+
+
+def test_cli_nproc_without_mpiexec_is_a_clear_error(monkeypatch):
+    from minitorch_edge import cli
+    from minitorch_edge.distributed import launch
+    monkeypatch.setattr(launch.shutil, "which", lambda name: None)
+    monkeypatch.setattr(launch.os.path, "exists", lambda path: False)
+    monkeypatch.delenv("MTE_DIST_LAUNCHED", raising=False)
+    with pytest.raises(FileNotFoundError, match="mpiexec not found.*distributed"):
+        launch.find_mpiexec()
+    assert cli.main(["train", "--nproc", "2"]) == 2
+    assert cli.main(["train", "--nproc", "0"]) == 2

@@ -16,6 +16,7 @@ import importlib
 
 from .process_group import (DistributedError, Future, GroupMember, ReduceOp, Work,  # noqa: F401
                             all_gather, all_gather_into_tensor, all_reduce, barrier, broadcast,
+                            broadcast_object_list,
                             destroy_process_group, gather, get_backend, get_rank, get_world_size,
                             group, init_process_group, is_available, is_initialized,
                             is_mpi_available, new_group, reduce, reduce_scatter,
@@ -25,7 +26,7 @@ __all__ = ["ReduceOp", "DistributedError", "Work", "Future", "init_process_group
            "destroy_process_group", "is_initialized", "is_available", "is_mpi_available",
            "get_rank", "get_world_size", "get_backend", "barrier", "all_reduce", "broadcast",
            "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor",
-           "reduce", "gather", "scatter", "new_group", "group", "GroupMember",
+           "reduce", "gather", "scatter", "broadcast_object_list", "new_group", "group", "GroupMember",
            "algorithms", "compression", "parameter_server"]
 
 

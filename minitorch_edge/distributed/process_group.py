@@ -30,7 +30,8 @@ __all__ = ["ReduceOp", "DistributedError", "Work", "Future", "init_process_group
            "destroy_process_group", "is_initialized", "is_available", "is_mpi_available",
            "get_rank", "get_world_size", "get_backend", "barrier", "all_reduce", "broadcast",
            "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor",
-           "reduce", "gather", "scatter", "new_group", "group", "GroupMember"]
+           "reduce", "gather", "scatter", "broadcast_object_list", "new_group", "group",
+           "GroupMember"]
 
 DEFAULT_TIMEOUT = timedelta(minutes=5)
 
@@ -546,6 +547,26 @@ def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
                                for t in scatter_list])
     req = pg.comm.Iscatter(send, out.array, root=src)
     return _run(Work([req], pg, "scatter", out.commit, [tensor]), async_op)
+
+
+def broadcast_object_list(object_list, src=0, group=None, device=None):
+    """Rank `src`'s list items, in place in `object_list` on every rank. The objects travel as
+    JSON (no pickling): numbers, strings, None, lists and dicts of them."""
+    import json
+    pg = _group(group, "broadcast_object_list")
+    _check_rank(src, pg, "broadcast_object_list", "src")
+    data = np.zeros(0, np.uint8)
+    if pg.rank() == src:
+        try:
+            data = np.frombuffer(json.dumps(list(object_list)).encode(), np.uint8)
+        except TypeError as e:
+            raise TypeError(f"broadcast_object_list: the objects must be JSON values (numbers, "
+                            f"strings, None, lists, dicts); {e}") from None
+    size = Tensor._make(np.array([data.size], np.int64))
+    broadcast(size, src, group=pg)
+    buf = Tensor._make(data.copy() if pg.rank() == src else np.empty(int(size.item()), np.uint8))
+    broadcast(buf, src, group=pg)
+    object_list[:] = json.loads(buf._data.tobytes().decode())
 
 
 def barrier(group=None, async_op=False, device_ids=None):
