@@ -12,8 +12,9 @@ the same steps; SGD (--lr 0.2, --momentum 0: error feedback with momentum 0.9 le
 Per run: ms per step (the training loop's wall time / steps, rank 0), the bytes one rank puts
 on the wire per step (the DDP buckets' payloads: all-reduce of the float32 gradients for
 "none"; the compressed payloads otherwise, all-gathered), their ratio to "none", and the test
-accuracy after the epochs. The ranks share this machine's cores, so more processes than cores
-show correctness and bytes, not speed-up.
+accuracy after the epochs. The ranks share this machine's cores (each process gets
+cpu_count // N native threads), so more processes than cores show correctness and bytes, not
+speed-up; on a machine shared with other jobs the times are noisy.
 """
 import argparse
 import json
@@ -93,8 +94,10 @@ def train_one(model_name, hook, args):
 
 
 def worker(args):
-    from minitorch_edge import distributed as dist
+    from minitorch_edge import backend, distributed as dist
     dist.init_process_group("mpi")
+    # the processes share the cores: each gets its share of threads (2 cores, -n 1: 2 threads)
+    backend.set_num_threads(max(1, (os.cpu_count() or 1) // dist.get_world_size()))
     rows = [train_one(m, h, args) for m in args.models for h in args.hooks]
     if dist.get_rank() == 0 and args.result:
         with open(args.result, "w") as f:
