@@ -116,7 +116,8 @@ def main(argv=None):
             result = os.path.join(tmp, f"rows{n}.json")
             cmd = [sys.executable, os.path.abspath(__file__), "--epochs", str(args.epochs),
                    "--batch", str(args.batch), "--lr", str(args.lr),
-                   "--momentum", str(args.momentum), "--models", *args.models, "--hooks", *args.hooks,
+                   "--momentum", str(args.momentum), "--models", *args.models,
+                   "--hooks", *args.hooks,
                    "--result", result]
             print(f"mpiexec -n {n} ...", flush=True)
             rc = launch(n, cmd, env=dict(os.environ, **{LAUNCHED: "1"}))

@@ -11,11 +11,11 @@ Bounded staleness (stale-synchronous parallel): each worker's clock is the numbe
 has made; the server answers a worker's pull only when that worker is at most ``staleness``
 pushes ahead of the slowest worker still running. A worker's step-c push is applied as soon as
 every running worker has pulled its step-c parameters (at once, except when a worker is still
-starting that step), so no worker computes on updates from its own future. ``staleness=0`` is synchronous SGD: every
-worker computes its step-t gradient on the same parameters (those after all step t-1 pushes),
-so with plain SGD the server's parameters equal one process's on the whole batch. Larger values
-let fast workers run ahead on older parameters (``max_staleness`` records how many versions
-behind a push was computed).
+starting that step), so no worker computes on updates from its own future. ``staleness=0`` is
+synchronous SGD: every worker computes its step-t gradient on the same parameters (those after
+all step t-1 pushes), so with plain SGD the server's parameters equal one process's on the whole
+batch. Larger values let fast workers run ahead on older parameters (``max_staleness`` records
+how many versions behind a push was computed).
 
 Pushes may be compressed with a compressor of distributed/compression.py (``compression="int8"``,
 "int4", "sign", "topk"), with error feedback on the worker; the server decodes.

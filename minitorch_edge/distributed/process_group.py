@@ -581,7 +581,8 @@ def barrier(group=None, async_op=False, device_ids=None):
 
 def _check_rank(r, pg, op_name, name):
     if not isinstance(r, (int, np.integer)) or not 0 <= r < pg.size():
-        raise ValueError(f"{op_name}: {name}={r!r} is not a rank of this group (0..{pg.size() - 1})")
+        raise ValueError(f"{op_name}: {name}={r!r} is not a rank of this group "
+                         f"(0..{pg.size() - 1})")
 
 
 def _check_list(tensors, pg, op_name, name, like):
