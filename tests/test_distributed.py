@@ -123,6 +123,16 @@ def test_world_size_one_without_mpiexec():
         for p, q in zip(model.parameters(), ref.parameters()):
             np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=0, atol=1e-15)
         assert ddp.comm_stats()["bytes_per_step"] == sum(p.numel() * 8 for p in model.parameters())
+        # overlap: the last layer's bucket starts while backward still runs the first layer
+        from minitorch_edge.distributed.algorithms.ddp_comm_hooks import allreduce_hook
+        events, first, last = [], nn.Linear(3, 4), nn.Linear(4, 2)
+        ddp = nn.parallel.DistributedDataParallel(nn.Sequential(first, last), bucket_cap_mb=1e-5)
+        ddp.register_comm_hook(None, lambda st, b: events.append(b.index()) or
+                               allreduce_hook(st, b))
+        h = first(mte.ones(2, 3))
+        h.register_hook(lambda g: events.append("first layer's backward"))
+        last(h.relu()).sum().backward()
+        assert events.index(0) < events.index("first layer's backward") < events.index(3), events
         for find_unused in (False, True):       # a model that leaves "b" unused
             unused = nn.ModuleDict({"a": nn.Linear(2, 2), "b": nn.Linear(2, 2)})
             nn.parallel.DistributedDataParallel(unused, find_unused_parameters=find_unused)
