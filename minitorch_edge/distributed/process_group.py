@@ -207,6 +207,7 @@ def _install_excepthook():
         sys.stderr.write(f"rank {rank}: {exc_type.__name__}: {exc}\n"
                          + "".join(f"rank {rank}: {line}\n" for line in text.splitlines()))
         sys.stderr.flush()
+        time.sleep(0.2)             # let mpiexec forward the message before it stops the job
         _World.MPI.COMM_WORLD.Abort(1)
 
     sys.excepthook = abort_all
