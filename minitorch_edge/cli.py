@@ -2,6 +2,7 @@
 
     minitorch-edge demo     train the small CNN on the bundled digits (the main job)
     minitorch-edge train --config file.json   train a zoo model on a built-in dataset
+    minitorch-edge train --nproc 4 ...        the same, data-parallel in 4 MPI processes
     minitorch-edge info     version, active backend, built native kernels, CPU features
 
 Errors are one line on stderr, ``minitorch-edge: error: <what>; <how to fix>``, with exit code 2
@@ -114,6 +115,11 @@ def _parser():
     train.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="override a config key, dotted (--set optimizer.lr=0.01); VALUE is "
                             "read as JSON, else as a string; repeatable")
+    train.add_argument("--nproc", type=int, metavar="N",
+                       help="data-parallel training in N processes: runs this command under "
+                            "mpiexec -n N (DistributedDataParallel, a DistributedSampler shard "
+                            "per process, --batch-size per process; needs the 'distributed' "
+                            "extra: mpi4py, mpich)")
     run_options(train, "from the config")
     sub.add_parser("video", add_help=False,     # its own parser: minitorch_edge/video/__main__.py
                    help="the video analytics report (synthetic cameras, motion sampling, an "
@@ -169,6 +175,17 @@ def _run(argv):
         run_demo(config=_config(args, demo=True), verbose=0 if args.quiet else 1,
                  resume=args.resume, overwrite=args.overwrite)
         return 0
+    if args.command == "train" and args.nproc is not None:
+        if args.nproc < 1:
+            raise UsageError(f"--nproc must be >= 1, got {args.nproc}")
+        from .demo import LAUNCHED_ENV
+        if args.nproc > 1 and os.environ.get(LAUNCHED_ENV) != "1":   # start the N processes
+            from .distributed.launch import launch
+            try:
+                return launch(args.nproc, [sys.executable, "-m", "minitorch_edge", *argv],
+                              env=dict(os.environ, **{LAUNCHED_ENV: "1"}))
+            except FileNotFoundError as e:
+                raise UsageError(str(e)) from None
     if args.command == "train":
         config = _config(args, demo=False)
         if args.print_config:

@@ -12,7 +12,9 @@
 ``minitorch-edge train --config file.json`` runs the same loop for any zoo model on any
 built-in dataset: the demo is one config (``DEMO_CONFIG``) of the schema in
 ``train/config.py``. Both go through ``train_run``: the run folder, the checkpoint after every
-epoch, Ctrl-C and ``--resume`` are ``train/runs.py``'s.
+epoch, Ctrl-C and ``--resume`` are ``train/runs.py``'s. ``train --nproc N`` runs it under
+mpiexec: each process trains a DistributedDataParallel replica on its DistributedSampler shard
+(``batch_size`` per process) and rank 0 writes the run folder.
 """
 import json
 import os
@@ -25,6 +27,7 @@ from .data import DataLoader
 from .train.config import ConfigError, TrainConfig, factory, load_config, parse_config
 from .train.runs import fresh_run_dir, resume_checkpoint, run_training
 
+LAUNCHED_ENV = "MTE_DIST_LAUNCHED"   # set by ``train --nproc N`` for the processes it starts
 DEFAULTS = dict(epochs=30, batch_size=16, lr=3e-3, seed=0, out=os.path.join("runs", "demo"))
 
 
@@ -104,18 +107,34 @@ def train_run(config, verbose=1, resume=None, overwrite=False, command="train"):
     from . import nn
     from .train import Trainer
     model, optimizer, scheduler, train_set, test_set = build(config)
+    rank0, train_model, sampler = True, model, None
+    if os.environ.get(LAUNCHED_ENV) == "1":         # started by train --nproc under mpiexec
+        from . import distributed as dist
+        from .data import DistributedSampler
+        if not dist.is_initialized():
+            dist.init_process_group("mpi")
+        rank0 = dist.get_rank() == 0
+        train_model = nn.parallel.DistributedDataParallel(model)
+        sampler = DistributedSampler(train_set, seed=config.seed)
+        verbose = verbose if rank0 else 0
     if resume is not None:
         checkpoint = resume_checkpoint(resume, config.run_dir)
         run_dir, note = os.path.dirname(checkpoint) or ".", f"resuming from {checkpoint}"
-    else:
+    elif rank0:
         checkpoint = None
         run_dir, note = fresh_run_dir(config.run_dir, overwrite)
-    with open(os.path.join(run_dir, "config.json"), "w") as f:
-        json.dump({**config.to_dict(), "out": run_dir}, f, indent=2)
-    train_loader = DataLoader(train_set, batch_size=config.batch_size, shuffle=True,
-                              num_workers=config.num_workers)
+    if sampler is not None and resume is None:      # rank 0 chose the run folder
+        from . import distributed as dist
+        shared = [run_dir if rank0 else None]
+        dist.broadcast_object_list(shared)
+        run_dir, checkpoint, note = shared[0], None, None if not rank0 else note
+    if rank0:
+        with open(os.path.join(run_dir, "config.json"), "w") as f:
+            json.dump({**config.to_dict(), "out": run_dir}, f, indent=2)
+    train_loader = DataLoader(train_set, batch_size=config.batch_size, shuffle=sampler is None,
+                              sampler=sampler, num_workers=config.num_workers)
     test_loader = DataLoader(test_set, batch_size=config.eval_batch_size)
-    trainer = Trainer(model, optimizer, nn.CrossEntropyLoss(), scheduler=scheduler,
+    trainer = Trainer(train_model, optimizer, nn.CrossEntropyLoss(), scheduler=scheduler,
                       metrics=("accuracy",), seed=config.seed, verbose=verbose, log_dir=run_dir,
                       grad_clip_norm=config.grad_clip_norm,
                       grad_accum_steps=config.grad_accum_steps)
@@ -191,8 +210,9 @@ def train_from_config(path_or_config, verbose=1, resume=None, overwrite=False):
     trainer, test_loader, run_dir, model = train_run(config, verbose, resume, overwrite)
     result = trainer.evaluate(test_loader)
     checkpoint = os.path.join(run_dir, "checkpoint.safetensors")
-    save(model.state_dict(), checkpoint)
-    if verbose:
+    if trainer.is_main_process:                     # under --nproc, rank 0 saves
+        save(model.state_dict(), checkpoint)
+    if verbose and trainer.is_main_process:
         print(f"test accuracy {result['accuracy']:.2%}  (loss {result['loss']:.4f}); saved "
               f"{checkpoint}")
     return {**result, "run_dir": run_dir}

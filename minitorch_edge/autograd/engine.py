@@ -21,7 +21,9 @@ The rest is kept out of the loop, each part behind a named helper below it:
   ``.grad`` without a copy — `mark_fresh`, `_claim_fresh`, `_adoptable`;
 * hooks and ``retain_grad`` on a node's outputs — `_run_output_hooks`; on a leaf —
   `_run_leaf_hooks`; ``Node.register_hook`` hooks — `_run_node_hooks`; hooks that run once a
-  leaf's ``.grad`` was accumulated — `register_post_accumulate_grad_hook`;
+  leaf's ``.grad`` was accumulated — `register_post_accumulate_grad_hook` (such a leaf is
+  finished as soon as its last gradient arrives, `_early_leaves`, not at the end of the pass); callbacks that run
+  once at the end of the pass — `queue_callback`;
 * checking what backward returns (count, type, shape; dtype cast), anomaly mode's nan/inf check,
   zeros for the missing gradients of a multi-output node — `_call_backward`, `_check_finite`,
   `_materialize_missing_grads`;
@@ -95,6 +97,10 @@ def _run(root_edges, root_grads, retain_graph, create_graph, targets, accumulate
     adopted = {}     # id(leaf) -> a fresh array sent to it alone (see mark_fresh)
     if targets is not None:
         targets = _Targets(root_edges, targets)
+    # leaves with post-accumulate hooks finish as soon as their last gradient arrives (DDP
+    # starts a bucket's all-reduce from there, while backward goes on): id(leaf) -> edges to come
+    early = (_early_leaves(root_edges) if accumulate and targets is None
+             and _post_accumulate_hooks else None)
 
     def send(edge, g):
         """Add g to what waits at the end of `edge`; a node's first gradient schedules it."""
@@ -102,9 +108,14 @@ def _run(root_edges, root_grads, retain_graph, create_graph, targets, accumulate
         if nr is None:                      # a leaf
             slot = leaves.get(id(target))
             if slot is None:
-                leaves[id(target)] = [target, g]
+                slot = leaves[id(target)] = [target, g]
             else:
                 slot[1] = slot[1] + g
+            if early and id(target) in early:
+                early[id(target)] -= 1
+                if not early[id(target)]:   # every path into it has delivered
+                    del early[id(target)], leaves[id(target)]
+                    _finish_leaf(target, slot[1], create_graph, adopted)
             return
         grads = pending.get(id(target))
         if grads is None:
@@ -140,15 +151,44 @@ def _run(root_edges, root_grads, retain_graph, create_graph, targets, accumulate
             if not retain_graph:
                 _free_saved_tensors(node)
         for leaf, g in leaves.values():     # every path into each leaf has delivered
+            if targets is None:
+                if accumulate:
+                    _finish_leaf(leaf, g, create_graph, adopted)
+                continue
             if leaf._hooks:
                 g = _run_leaf_hooks(leaf, g)
-            if targets is not None and not targets.capture_leaf(leaf, g):
+            if not targets.capture_leaf(leaf, g):
                 continue                    # a leaf that is not one of the chosen inputs
             if accumulate:
                 _accumulate(leaf, g, create_graph, _adoptable(leaf, g, adopted))
                 if _post_accumulate_hooks:
                     _run_post_accumulate_hooks(leaf)
+        if _final_callbacks:
+            _run_final_callbacks()
     return {} if targets is None else targets.captured
+
+
+def _finish_leaf(leaf, g, create_graph, adopted):
+    """A leaf's summed gradient: its hooks, then into .grad, then its post-accumulate hooks."""
+    if leaf._hooks:
+        g = _run_leaf_hooks(leaf, g)
+    _accumulate(leaf, g, create_graph, _adoptable(leaf, g, adopted))
+    if _post_accumulate_hooks:
+        _run_post_accumulate_hooks(leaf)
+
+
+def _early_leaves(root_edges):
+    """id(leaf) -> the number of edges into it, for the leaves with post-accumulate hooks that
+    the pass can reach."""
+    counts = {}
+    for edge in root_edges:
+        if edge[1] is None and id(edge[0]) in _post_accumulate_hooks:
+            counts[id(edge[0])] = counts.get(id(edge[0]), 0) + 1
+    for node in reachable_nodes(e[0] for e in root_edges if e[1] is not None):
+        for e in node._next:
+            if e is not None and e[1] is None and id(e[0]) in _post_accumulate_hooks:
+                counts[id(e[0])] = counts.get(id(e[0]), 0) + 1
+    return counts
 
 
 class _backward_mode:
@@ -166,6 +206,8 @@ class _backward_mode:
 
     def __exit__(self, *exc):
         _fresh.clear()
+        if exc[0] is not None:
+            _final_callbacks.clear()        # a failed pass runs none of its callbacks
         _State.enabled = self.prev
         self.errstate.__exit__(None, None, None)
         return False
@@ -328,6 +370,22 @@ def _run_post_accumulate_hooks(leaf):
 
 
 Tensor.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook
+
+
+# ---- callbacks at the end of a pass -------------------------------------------------------------
+_final_callbacks = []
+
+
+def queue_callback(callback):
+    """Run ``callback()`` once, when the running backward pass has accumulated every leaf's
+    gradient (after the post-accumulate-grad hooks): PyTorch's
+    ``Variable._execution_engine.queue_callback``. DDP waits for its all-reduces here."""
+    _final_callbacks.append(callback)
+
+
+def _run_final_callbacks():
+    while _final_callbacks:
+        _final_callbacks.pop(0)()
 
 
 # ---- leaves -------------------------------------------------------------------------------------

@@ -239,6 +239,8 @@ class ModelCheckpoint(Callback):
     ``best_model_path``, ``best_model_score``, ``best_epoch``, ``last_model_path``.
     """
 
+    rank_zero_only = True       # under DDP only rank 0 writes (see Trainer)
+
     def __init__(self, dirpath, monitor="val_loss", mode="min", save_best=True, save_last=True,
                  filename=None, save_weights_only=False, every_n_epochs=1, verbose=False):
         _check_mode("ModelCheckpoint", mode)

@@ -77,6 +77,8 @@ class StepLog(Callback):
     written exactly). On fit start the rows after the trainer's ``global_step`` are dropped, so
     a resumed run continues the file where its checkpoint was taken."""
 
+    rank_zero_only = True       # under DDP only rank 0 writes (see Trainer)
+
     HEADER = "epoch,step,global_step,loss,lr\n"
 
     def __init__(self, path):

@@ -28,6 +28,11 @@ Precision (``precision=``, Lightning's spellings): "32" / "32-true" computes in 
 "16" / "16-mixed" / "fp16" under float16 autocast with a ``GradScaler`` (scaled backward,
 ``unscale_`` before clipping, steps with inf/nan gradients skipped). Parameters stay float32.
 
+DistributedDataParallel (``model`` wrapped in it, launched with mpiexec): only rank 0 prints,
+logs, runs the callbacks that write files (``rank_zero_only``) and saves checkpoints; the
+micro-batches of gradient accumulation before the last run under ``model.no_sync()``; a
+loader's ``sampler.set_epoch(epoch)`` (DistributedSampler) is called at each epoch's start.
+
 Checkpoints (``save_checkpoint``) hold the model, optimizer and scheduler state, the counters,
 History, the callbacks' state and every random number generator (minitorch_edge's default one,
 numpy's global one, Python's ``random``), taken at the end of an epoch. ``fit(resume_from=path)``
@@ -59,6 +64,12 @@ from .progress import Progress
 from .rng import rng_state, seed_everything, set_rng_state  # noqa: F401 (public here too)
 
 __all__ = ["Trainer", "NonFiniteLossError", "TrainingInterrupted"]
+
+
+def _is_main_process():
+    """False only on ranks other than 0 of an initialized process group."""
+    from .. import distributed
+    return not distributed.is_initialized() or distributed.get_rank() == 0
 
 
 class NonFiniteLossError(FloatingPointError, RuntimeError):
@@ -165,8 +176,9 @@ class Trainer:
             scheduler
         self.grad_clip_norm = None if grad_clip_norm is None else float(grad_clip_norm)
         self.grad_accum_steps = grad_accum_steps
-        self.verbose = int(verbose)
-        self.log_dir = None if log_dir is None else os.fspath(log_dir)
+        self.is_main_process = _is_main_process()   # rank 0, or no process group
+        self.verbose = int(verbose) if self.is_main_process else 0
+        self.log_dir = None if log_dir is None or not self.is_main_process else os.fspath(log_dir)
         self.scheduler_interval = self._interval(scheduler, scheduler_interval)
         self.scheduler_monitor = scheduler_monitor
         self.precision, self._autocast_dtype, self.scaler = self._parse_precision(precision)
@@ -185,7 +197,7 @@ class Trainer:
                 self._own_log = CSVLogger(os.path.join(self.log_dir, "metrics.csv"),
                                           step_key="epoch")
                 loggers = [self._own_log]
-        self.loggers = list(loggers)
+        self.loggers = list(loggers) if self.is_main_process else []
         for lg in self.loggers:
             if not callable(getattr(lg, "log_metrics", None)):
                 raise TypeError(f"Trainer: a logger needs a log_metrics(metrics, step) method; "
@@ -272,12 +284,19 @@ class Trainer:
 
     def _call(self, hook, *args):
         for cb in self._ordered_callbacks():
-            getattr(cb, hook)(self, *args)
+            if self.is_main_process or not getattr(cb, "rank_zero_only", False):
+                getattr(cb, hook)(self, *args)
 
     def request_interrupt(self):
         """Stop fit after the current optimizer step with ``TrainingInterrupted`` (see the file
         header). Only sets a flag, so a signal handler may call it."""
         self._interrupt_requested = True
+
+    def _maybe_no_sync(self, local):
+        """DDP: a micro-batch that is not the last before a step accumulates without
+        communicating (``model.no_sync()``); anything else: nothing."""
+        no_sync = getattr(self.model, "no_sync", None)
+        return no_sync() if local and no_sync is not None else contextlib.nullcontext()
 
     def _print(self, text):
         if self._progress is not None:
@@ -367,6 +386,9 @@ class Trainer:
             _set_number_state(loss_mean, resume["loss"])
             for name, m in metrics.items():
                 _set_number_state(m, resume["metrics"].get(name, {}))
+        set_epoch = getattr(getattr(train_loader, "sampler", None), "set_epoch", None)
+        if set_epoch is not None:           # a DistributedSampler: a new order each epoch
+            set_epoch(epoch - 1)
         first = 1 if resume is None else resume["step"] + 1
         for step, batch in enumerate(batches, first):
             inputs, target = self.unpack_batch(batch)
@@ -384,7 +406,8 @@ class Trainer:
                     f"learning rate, set grad_clip_norm, or check this batch's inputs and targets "
                     f"for nan/inf")
             loss = loss if self.grad_accum_steps == 1 else loss / self.grad_accum_steps
-            (loss if self.scaler is None else self.scaler.scale(loss)).backward()
+            with self._maybe_no_sync(pending + 1 < self.grad_accum_steps and step != total):
+                (loss if self.scaler is None else self.scaler.scale(loss)).backward()
             pending += 1
             if pending == self.grad_accum_steps:
                 self._optimizer_step()
@@ -571,8 +594,11 @@ class Trainer:
         self._position = None
 
     def save_checkpoint(self, path):
-        """Write ``state_dict()`` to ``path`` with ``minitorch_edge.save`` (atomic, no pickle)."""
+        """Write ``state_dict()`` to ``path`` with ``minitorch_edge.save`` (atomic, no pickle);
+        under DistributedDataParallel only rank 0 writes."""
         from ..utils.serialization import save
+        if not self.is_main_process:
+            return
         save(self.state_dict(), path)
 
     def load_checkpoint(self, path):
