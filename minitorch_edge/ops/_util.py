@@ -151,10 +151,11 @@ def scalar_operand(v, target):
 def _cast(arr, target):
     """arr.astype(target) without numpy's overflow warning (a float64 1e10 becomes float16
     inf, as PyTorch's cast)."""
+    from .. import backend   # (libmte converts float32 <-> bfloat16 / float16 where built)
     if is_float(target) and arr.dtype.itemsize >= target.itemsize:
         with np.errstate(over="ignore", invalid="ignore"):
-            return arr.astype(target)
-    return arr.astype(target)
+            return backend.cast(arr, target)
+    return backend.cast(arr, target)
 
 
 def promote(a, b, op, floating=False):

@@ -80,8 +80,8 @@ def linear_grads(grad, x, w, needs):
             xd = x._data
             dw = fresh(backend.matmul(g.T, xd.reshape(rows, xd.shape[-1])))
         if needs[2]:
-            g32 = g if g.dtype in (np.float32, np.float64) else g.astype(np.float32)
-            db = fresh(g32.sum(0))
+            gs = g if g.dtype.itemsize > 2 else backend.cast(g, np.float32)  # half: sum in f32
+            db = fresh(gs.sum(0))
         return dx, dw, db
     g = grad.reshape(rows, n_out)
     if needs[0]:
