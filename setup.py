@@ -227,9 +227,11 @@ class OptionalBuildExt(build_ext):
         tools = self._compile([(s, []) for s in TOOL_SOURCES], tmp,
                               include_dirs + [os.path.join(NATIVE, "tools")], PORTABLE_FLAGS)
         link_args = openmp + ["-lpthread", "-lm"]
+        # -z nodelete: a dlclose (cffi's, at interpreter exit) must not unmap the library and
+        # libgomp under OpenMP worker threads that still spin in them (a segfault at exit)
         self.compiler.link_shared_object(objects, "libmte_runtime.so",
                                          output_dir=self._runtime_dir("lib"),
-                                         extra_postargs=link_args)
+                                         extra_postargs=link_args + ["-Wl,-z,nodelete"])
         self.compiler.link_executable(tools + objects, "mte-run",
                                       output_dir=self._runtime_dir("bin"),
                                       extra_postargs=link_args)

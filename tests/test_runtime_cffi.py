@@ -343,3 +343,33 @@ def test_runtime_in_fresh_venv_with_numpy_and_cffi_only(tmp_path):
     proc = _run_isolated(path, python=python, cwd=str(app), env=env)
     assert proc.returncode == 0, proc.stderr
     print(f"fresh venv test: {time.monotonic() - start:.1f} s")
+
+
+_EXIT_SCRIPT = """
+import numpy as np
+from minitorch_edge import runtime
+model = runtime.load({path!r}, threads=2)
+x = np.random.default_rng(0).standard_normal((1, 8, 48, 48)).astype(np.float32)
+for _ in range(5):
+    model(x)
+print("ran")
+"""
+
+
+def test_exit_while_openmp_workers_spin(tmp_path):
+    """The interpreter exits cleanly after 2-thread runs with OpenMP's workers spinning
+    (OMP_WAIT_POLICY=active): cffi dlcloses the library at exit, and the library is linked
+    -z nodelete so that libgomp stays mapped under those threads (a segfault before)."""
+    import minitorch_edge as mte
+    from minitorch_edge import nn
+    mte.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(8, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, 32, 3, padding=1))
+    x = mte.randn(1, 8, 48, 48)
+    path = tmp_path / "conv.int8.mte"
+    mte.export_model(net, x, str(path), calibration_data=[x])
+    env = dict(os.environ, OMP_WAIT_POLICY="active", OMP_NUM_THREADS="2",
+               MTE_RUNTIME_LIBRARY=LIB)
+    for _ in range(3):   # the crash needed a worker to be inside libgomp at the unmap
+        proc = subprocess.run([sys.executable, "-c", _EXIT_SCRIPT.format(path=str(path))],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0 and "ran" in proc.stdout, (proc.returncode, proc.stderr)
