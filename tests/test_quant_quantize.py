@@ -299,3 +299,22 @@ def test_convert_needs_example_inputs():
     model, _ = _zoo(*ZOO[0][1:])
     with pytest.raises(ValueError, match="example inputs"):
         quant.convert(quant.prepare_qat(model))
+
+
+def test_a_linear_on_tokens_is_one_gemm_and_quantizes_to_int8():
+    """A Linear on a (N, tokens, width) input traces as Reshape -> Gemm (-> Relu) -> Reshape,
+    not MatMul + Add, so that quantize turns it into an int8 GEMM like a 2-D Linear."""
+    mte.manual_seed(0)
+    net = mte.nn.Sequential(mte.nn.Linear(16, 32), mte.nn.ReLU(), mte.nn.Linear(32, 8)).eval()
+    rng = np.random.default_rng(0)
+    batches = [rng.standard_normal((3, 5, 16)).astype(np.float32) for _ in range(4)]
+    g = graph.trace(net, batches[0])
+    assert "MatMul" not in [n.op for n in g.nodes]
+    with mte.no_grad():
+        want = net(mte.tensor(batches[1])).numpy()
+    np.testing.assert_allclose(g.run(batches[1]), want, rtol=1e-5, atol=1e-6)
+    q = quant.quantize(net, batches)
+    assert [n.op for n in q.nodes].count("mte.QLinearGemm") == 2
+    assert "MatMul" not in [n.op for n in q.nodes]
+    got = q.run(batches[1])
+    assert got.shape == want.shape and sens.sqnr(want, got) > 25.0

@@ -333,12 +333,21 @@ def _convolution(b, out, x, w, bias, geom):
                   pads=[t, left, bottom, right], dilations=list(dilation), group=int(groups))
 
 
-def _linear_node(b, x, w, bias):
+def _linear_node(b, x, w, bias, act=lambda y: y):
+    """A Linear is one Gemm (y = x W^T + b) on 2-D rows, its activation `act` (a function of
+    the Gemm's value name) right after it; an input of more dims is folded into rows around
+    them (Reshape -> Gemm -> act -> Reshape), so that every Linear is the same node to the
+    passes, the int8 quantizer and the runtime. A 1-D input stays MatMul."""
+    if x._data.ndim > 2 and w._data.ndim == 2:
+        lead = _shape(x)[:-1]
+        rows = b.emit("Reshape", [b.value(x), b.ints((-1, _shape(x)[-1]))])
+        y = b.emit("Gemm", [rows, b.value(w), "" if bias is None else b.value(bias)], transB=1)
+        return b.emit("Reshape", [act(y), b.ints(lead + (w._data.shape[0],))])
     if x._data.ndim == 2:
-        return b.emit("Gemm", [b.value(x), b.value(w), "" if bias is None else b.value(bias)],
-                      transB=1)
+        return act(b.emit("Gemm", [b.value(x), b.value(w),
+                                   "" if bias is None else b.value(bias)], transB=1))
     y = b.emit("MatMul", [b.value(x), b.emit("Transpose", [b.value(w)], perm=[1, 0])])
-    return y if bias is None else b.emit("Add", [y, b.value(bias)])
+    return act(y if bias is None else b.emit("Add", [y, b.value(bias)]))
 
 
 @maps(Addmm)
@@ -348,14 +357,14 @@ def _addmm(b, out, x, w, bias):
 
 @maps(LinearRelu)
 def _linear_relu(b, out, x, w, bias):
-    return b.emit("Relu", [_linear_node(b, x, w, bias)])
+    return _linear_node(b, x, w, bias, act=lambda y: b.emit("Relu", [y]))
 
 
 @maps(LinearRelu6)
 def _linear_relu6(b, out, x, w, bias):
     dtype = out._data.dtype
-    return b.emit("Clip", [_linear_node(b, x, w, bias), b.const(np.asarray(0, dtype), "bound"),
-                           b.const(np.asarray(6, dtype), "bound")])
+    return _linear_node(b, x, w, bias, act=lambda y: b.emit(
+        "Clip", [y, b.const(np.asarray(0, dtype), "bound"), b.const(np.asarray(6, dtype), "bound")]))
 
 
 @maps(NativeBatchNorm)
