@@ -8,6 +8,7 @@ import operator
 
 import numpy as np
 
+from .. import backend
 from .. import dtypes as _dt
 from ..tensor import Tensor
 
@@ -151,7 +152,7 @@ def scalar_operand(v, target):
 def _cast(arr, target):
     """arr.astype(target) without numpy's overflow warning (a float64 1e10 becomes float16
     inf, as PyTorch's cast)."""
-    from .. import backend   # (libmte converts float32 <-> bfloat16 / float16 where built)
+    # backend.cast: libmte converts float32 <-> bfloat16 / float16 where built
     if is_float(target) and arr.dtype.itemsize >= target.itemsize:
         with np.errstate(over="ignore", invalid="ignore"):
             return backend.cast(arr, target)

@@ -11,12 +11,12 @@ The fused op is named after PyTorch's grad_fn of linear on a batch of vectors, A
 (PyTorch runs addmm(b, x, W^T); it records MmBackward0 without a bias and ViewBackward0 for
 inputs of more than 2 dims).
 """
-from ..._autocast import autocast_op
 import math
 
 import numpy as np
 
 from ... import backend
+from ..._autocast import autocast_op
 from ... import dtypes as _dt
 from ...autograd.engine import mark_fresh
 from ...autograd.function import Function
