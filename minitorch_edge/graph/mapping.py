@@ -9,12 +9,14 @@ path where it ran. Dropout in eval mode and nn.Identity call no Function at all.
 import numpy as np
 
 from ..nn.functional.attention import MultiheadSelfAttention, ScaledDotProductAttention
-from ..nn.functional.conv import Convolution
+from ..nn.functional.conv import ConvBackwardInput, Convolution
 from ..nn.functional.fused import LinearRelu, LinearRelu6
 from ..nn.functional.linear import Addmm
-from ..nn.functional.normalization import NativeBatchNorm, NativeLayerNorm
-from ..nn.functional.pooling import AvgPool2D, MaxPool2DWithIndices
+from ..nn.functional.normalization import (NativeBatchNorm, NativeGroupNorm, NativeLayerNorm,
+                                           Normalize)
+from ..nn.functional.pooling import AdaptiveMaxPool2D, AvgPool2D, MaxPool2DWithIndices
 from ..nn.functional.sparse import Embedding
+from ..nn.functional.upsampling import Resample
 from ..ops import (
     _views,
     activation,
@@ -22,11 +24,12 @@ from ..ops import (
     elementwise,
     index,
     join,
+    linalg,
     minmax,
     reduce,
     unary,
 )
-from ..ops.rearrange import ConstantPadNd
+from ..ops.rearrange import ConstantPadNd, Flip, Reindex, Roll
 from ..ops.softmax import LogSoftmax, SafeSoftmax, Softmax
 from ..tensor import Tensor
 
@@ -59,6 +62,11 @@ def _operands(b, out, *args):
 
 
 # ---- elementwise --------------------------------------------------------------------------------
+def _scalar(b, out, value, hint="scalar"):
+    """A 0-d constant in the result's dtype."""
+    return b.const(np.asarray(value, out._data.dtype), hint)
+
+
 def _binary(onnx_op, swap=False):
     def emit(b, out, x, y):
         names = _operands(b, out, x, y)
@@ -132,18 +140,49 @@ def _leaky(b, out, x, slope):
     return b.emit("LeakyRelu", [b.value(x)], alpha=float(slope))
 
 
-@maps(activation.Elu)
+@maps(activation.Elu, activation.Celu)
 def _elu(b, out, x, alpha, scale, input_scale):
-    if scale != 1 or input_scale != 1:
-        b.fail("only elu (scale 1) maps to ONNX Elu; selu/celu do not map yet")
-    return b.emit("Elu", [b.value(x)], alpha=float(alpha))
+    """scale * (x if x > 0 else alpha (e^(s x) - 1)) (selu, celu) = (scale / s) Elu(s x) with
+    Elu's alpha = alpha s: Elu between two Muls."""
+    s = input_scale
+    y = b.value(x)
+    if s != 1:
+        y = b.emit("Mul", [y, _scalar(b, out, s, "input_scale")])
+    y = b.emit("Elu", [y], alpha=float(alpha * s))
+    if scale / s != 1:
+        y = b.emit("Mul", [y, _scalar(b, out, scale / s, "scale")])
+    return y
 
 
 @maps(activation.Softplus)
 def _softplus(b, out, x, beta, threshold):
-    if beta != 1:
-        b.fail("softplus with beta != 1 does not map to ONNX Softplus")
-    return b.emit("Softplus", [b.value(x)])
+    """log(1 + e^(beta x)) / beta (ONNX Softplus has beta 1; the threshold, where the eager
+    op returns x itself, differs from the formula by less than float32 rounding)."""
+    if beta == 1:
+        return b.emit("Softplus", [b.value(x)])
+    y = b.emit("Softplus", [b.emit("Mul", [b.value(x), _scalar(b, out, beta, "beta")])])
+    return b.emit("Mul", [y, _scalar(b, out, 1 / beta, "inv_beta")])
+
+
+@maps(activation.Mish)
+def _mish(b, out, x):
+    """x tanh(softplus(x))."""
+    xv = b.value(x)
+    return b.emit("Mul", [xv, b.emit("Tanh", [b.emit("Softplus", [xv])])])
+
+
+@maps(activation.LogSigmoid)
+def _log_sigmoid(b, out, x):
+    """-softplus(-x)."""
+    return b.emit("Neg", [b.emit("Softplus", [b.emit("Neg", [b.value(x)])])])
+
+
+@maps(activation.Threshold)
+def _threshold(b, out, x, th, value):
+    """x where x > threshold, else value."""
+    xv = b.value(x)
+    above = b.emit("Greater", [xv, _scalar(b, out, th, "threshold")])
+    return b.emit("Where", [above, xv, _scalar(b, out, value, "value")])
 
 
 def _bound(b, v, dtype):
@@ -256,18 +295,10 @@ def _select(b, out, x, spec):
     return b.emit("Gather", [name, b.const(arrays[0].astype(np.int64), "indices")], axis=axis)
 
 
-@maps(join.Cat)
+@maps(join.Cat, join.Stack)      # stack() hands Stack its inputs already unsqueezed
 def _cat(b, out, dim, dtype, *tensors):
     names = [b.value(t, out._data.dtype) for t in tensors if t._data.size or t._data.ndim != 1]
     return b.emit("Concat", names, axis=int(dim) % out._data.ndim)
-
-
-@maps(join.Stack)
-def _stack(b, out, dim, dtype, *tensors):
-    axis = int(dim) % out._data.ndim
-    names = [b.emit("Unsqueeze", [b.value(t, out._data.dtype), b.ints([axis], "axes")])
-             for t in tensors]
-    return b.emit("Concat", names, axis=axis)
 
 
 @maps(join.Split, join.SplitWithSizes)
@@ -309,9 +340,48 @@ def _sum(b, out, x, dims, keepdim, dtype=None):
                   keepdims=int(bool(keepdim)))
 
 
-@maps(minmax.Amax)
+@maps(minmax.Amax, minmax.MaxAll)
 def _amax(b, out, x, dims, keepdim):
     return b.emit("ReduceMax", [b.value(x)], axes=_dims(x, dims), keepdims=int(bool(keepdim)))
+
+
+@maps(minmax.Amin, minmax.MinAll)
+def _amin(b, out, x, dims, keepdim):
+    """min = -max(-x) (the runtime has ReduceMax)."""
+    y = b.emit("ReduceMax", [b.emit("Neg", [b.value(x)])], axes=_dims(x, dims),
+               keepdims=int(bool(keepdim)))
+    return b.emit("Neg", [y])
+
+
+@maps(minmax.MaxDim)
+def _max_dim(b, out, x, dim, keepdim):
+    """x.max(dim): the values; the indices have no graph value (using them fails in b.value,
+    as max pooling's)."""
+    return [_amax(b, out[0], x, (dim,), keepdim), None]
+
+
+@maps(minmax.MinDim)
+def _min_dim(b, out, x, dim, keepdim):
+    """x.min(dim): the values (indices as in x.max(dim))."""
+    return [_amin(b, out[0], x, (dim,), keepdim), None]
+
+
+@maps(reduce.Var)
+def _var(b, out, x, dims, correction, keepdim):
+    """sum((x - mean)^2) / max(N - correction, 0) over dims."""
+    axes = _dims(x, dims)
+    dtype = out._data.dtype
+    xv = b.value(x, dtype)
+    count = int(np.prod([_shape(x)[a] for a in axes])) if axes else 1
+    d = b.emit("Sub", [xv, b.emit("ReduceMean", [xv], axes=axes, keepdims=1)])
+    ss = b.emit("ReduceSum", [b.emit("Mul", [d, d])], axes=axes, keepdims=int(bool(keepdim)))
+    divisor = max(count - correction, 0)
+    return b.emit("Div", [ss, b.const(np.asarray(divisor, dtype), "count")])
+
+
+@maps(reduce.Std)
+def _std(b, out, x, dims, correction, keepdim):
+    return b.emit("Sqrt", [_var(b, out, x, dims, correction, keepdim)])
 
 
 @maps(Softmax, SafeSoftmax)
@@ -331,6 +401,21 @@ def _convolution(b, out, x, w, bias, geom):
     return b.emit("Conv", [b.value(x), b.value(w), "" if bias is None else b.value(bias)],
                   kernel_shape=list(w._data.shape[2:]), strides=list(stride),
                   pads=[t, left, bottom, right], dilations=list(dilation), group=int(groups))
+
+
+@maps(ConvBackwardInput)
+def _conv_transpose(b, out, x, w, out_shape, geom):
+    """conv_transpose1d/2d (a 1-D one arrives lifted to 2-D): ONNX ConvTranspose, whose
+    output_padding gives the exact output size the eager op computed."""
+    stride, (t, bottom, left, right), dilation, groups = geom
+    kernel, ins = _shape(w)[2:], _shape(x)[2:]
+    full = [s * (i - 1) + (k - 1) * d + 1 - p0 - p1
+            for s, i, k, d, (p0, p1) in zip(stride, ins, kernel, dilation,
+                                           ((t, bottom), (left, right)))]
+    return b.emit("ConvTranspose", [b.value(x), b.value(w)], kernel_shape=list(kernel),
+                  strides=list(stride), pads=[t, left, bottom, right],
+                  dilations=list(dilation), group=int(groups),
+                  output_padding=[int(o - f) for o, f in zip(out_shape[2:], full)])
 
 
 def _linear_node(b, x, w, bias, act=lambda y: y):
@@ -367,11 +452,30 @@ def _linear_relu6(b, out, x, w, bias):
         "Clip", [y, b.const(np.asarray(0, dtype), "bound"), b.const(np.asarray(6, dtype), "bound")]))
 
 
+@maps(Normalize, NativeGroupNorm)
+def _normalize(b, out, x, weight, bias, dims, eps, stats_out):
+    """Statistics of the input itself (instance_norm, group_norm, batch_norm on batch
+    statistics), as the eager op computes them: xc = x - mean(x), var = mean(xc^2),
+    y = xc * (1 / sqrt(var + eps)) (* w) (+ b), the means over `dims`."""
+    dtype = out._data.dtype
+    axes = _dims(x, dims)
+    xv = b.value(x, dtype)
+    mean = b.emit("ReduceMean", [xv], axes=axes, keepdims=1)
+    xc = b.emit("Sub", [xv, mean])
+    var = b.emit("ReduceMean", [b.emit("Mul", [xc, xc])], axes=axes, keepdims=1)
+    std = b.emit("Sqrt", [b.emit("Add", [var, b.const(np.asarray(eps, dtype), "eps")])])
+    y = b.emit("Mul", [xc, b.emit("Reciprocal", [std])])
+    if weight is not None:
+        y = b.emit("Mul", [y, b.value(weight, dtype)])
+    if bias is not None:
+        y = b.emit("Add", [y, b.value(bias, dtype)])
+    return y
+
+
 @maps(NativeBatchNorm)
 def _batch_norm(b, out, x, weight, bias, dims, eps, stats_out, running=None):
-    if running is None:
-        b.fail("batch_norm with batch statistics (training mode, or instance_norm) does not "
-               "map; trace runs the module in eval mode")
+    if running is None:           # batch statistics: instance_norm, or batch_norm in training
+        return _normalize(b, out, x, weight, bias, dims, eps, stats_out)
     c = x._data.shape[1]
     dtype = x._data.dtype
     scale = b.value(weight) if weight is not None else b.const(np.ones(c, dtype), "scale")
@@ -398,6 +502,88 @@ def _max_pool(b, out, x, kernel, params):
     y = b.emit("MaxPool", [b.value(x)], kernel_shape=list(k), strides=list(s),
                pads=[ph, pw, ph, pw], dilations=list(d), ceil_mode=int(ceil))
     return [y, None]       # the indices have no graph value: using them fails in b.value
+
+
+@maps(AdaptiveMaxPool2D)
+def _adaptive_max_pool(b, out, x, kernel, params):
+    """Max over adaptive cells: MaxPool when the cells tile the plane evenly, else one max per
+    dim (a rectangle's max is the max over its rows of the max over its columns): a Slice and
+    ReduceMax per output row / column, joined by Concat."""
+    (n, c, h, w), (oh, ow) = _shape(x), params
+    y = b.value(x)
+    if h % oh == 0 and w % ow == 0:
+        kh, kw = h // oh, w // ow
+        y = b.emit("MaxPool", [y], kernel_shape=[kh, kw], strides=[kh, kw], pads=[0, 0, 0, 0])
+        return [y, None]
+    for axis, size, cells in ((2, h, oh), (3, w, ow)):
+        if cells == size:
+            continue
+        parts = []
+        for i in range(cells):
+            start, stop = (i * size) // cells, -((-(i + 1) * size) // cells)
+            piece = b.emit("Slice", [y, b.ints([start], "starts"), b.ints([stop], "ends"),
+                                     b.ints([axis], "axes")])
+            parts.append(b.emit("ReduceMax", [piece], axes=[axis], keepdims=1))
+        y = parts[0] if cells == 1 else b.emit("Concat", parts, axis=axis)
+    return [y, None]
+
+
+@maps(linalg.SwapLast)
+def _swap_last(b, out, x):
+    perm = list(range(x._data.ndim))
+    perm[-2:] = perm[-1], perm[-2]
+    return b.emit("Transpose", [b.value(x)], perm=perm)
+
+
+@maps(join.Repeat)
+def _repeat(b, out, x, reps):
+    """x tiled reps[i] times along dim i: leading 1-dims first, then one Concat of copies per
+    repeated dim."""
+    y, shape = b.value(x), _shape(x)
+    reps = tuple(int(r) for r in reps)
+    if len(reps) > len(shape):
+        shape = (1,) * (len(reps) - len(shape)) + shape
+        y = b.emit("Reshape", [y, b.ints(shape)])
+    for axis, r in enumerate(reps):
+        if r == 0:
+            b.fail("repeat with a zero count has no graph form")
+        if r > 1:
+            y = b.emit("Concat", [y] * r, axis=axis)
+    return y
+
+
+@maps(Flip)
+def _flip(b, out, x, dims):
+    """x reversed along dims: a Gather of the reversed positions per dim."""
+    y, nd = b.value(x), x._data.ndim
+    for d in sorted({int(d) % nd for d in (dims if isinstance(dims, (list, tuple)) else (dims,))}):
+        y = b.emit("Gather", [y, b.ints(np.arange(_shape(x)[d])[::-1], "index")], axis=d)
+    return y
+
+
+@maps(Roll)
+def _roll(b, out, x, shifts, dims):
+    """A cyclic shift: a Gather of the rolled positions per dim (dims None: of the
+    flattened tensor, viewed back to x's shape)."""
+    shifts = shifts if isinstance(shifts, (list, tuple)) else (shifts,)
+    y, flat = b.value(x), dims is None
+    if flat:
+        y = b.emit("Reshape", [y, b.ints([-1])])
+        dims, sizes = [0], [x._data.size]
+    else:
+        dims = [int(d) % x._data.ndim for d in (dims if isinstance(dims, (list, tuple))
+                                                else (dims,))]
+        sizes = [_shape(x)[d] for d in dims]
+    for shift, d, n in zip(shifts, dims, sizes):
+        if n:
+            y = b.emit("Gather", [y, b.ints((np.arange(n) - int(shift)) % n, "index")], axis=d)
+    return b.emit("Reshape", [y, b.ints(_shape(x))]) if flat else y
+
+
+@maps(linalg.Mm, linalg.Bmm, linalg.Mv, linalg.Dot)
+def _mm(b, out, x, y):
+    """matmul of two tensors (np.matmul's broadcasting and 1-D rules, as ONNX MatMul)."""
+    return b.emit("MatMul", _operands(b, out, x, y))
 
 
 @maps(AvgPool2D)
@@ -448,6 +634,33 @@ def _mhsa(b, out, qkv, heads, mask, scale, causal, batch_first):
                causal=int(bool(causal)))                                # (N, H, L, hd)
     y = b.emit("Transpose", [y], perm=[0, 2, 1, 3] if batch_first else [2, 0, 1, 3])
     return b.emit("Reshape", [y, b.ints(_shape(out))])
+
+
+@maps(Reindex)
+def _reindex(b, out, x, dim, index):
+    """x taken at constant positions along dim (reflect/replicate/circular padding,
+    repeat_interleave): one Gather."""
+    return b.emit("Gather", [b.value(x), b.ints(np.asarray(index).ravel(), "index")],
+                  axis=int(dim) % x._data.ndim)
+
+
+@maps(Resample)
+def _resample(b, out, x, dim, taps, in_size):
+    """Upsample / interpolate along one dim: sum over taps of w_k * Gather(x, idx_k) (nearest:
+    one Gather; linear: two, weighted), the same sum in the same order as the eager op."""
+    if not taps:
+        b.fail("an interpolation to an empty size has no graph form")
+    d = int(dim) % x._data.ndim
+    dtype = out._data.dtype
+    xv, total = b.value(x, dtype), None
+    for idx, w in taps:
+        part = b.emit("Gather", [xv, b.ints(np.asarray(idx).ravel(), "index")], axis=d)
+        if w is not None:
+            bshape = [1] * x._data.ndim
+            bshape[d] = -1
+            part = b.emit("Mul", [part, b.const(np.asarray(w, dtype).reshape(bshape), "weight")])
+        total = part if total is None else b.emit("Add", [total, part])
+    return total
 
 
 @maps(ConstantPadNd)

@@ -149,7 +149,9 @@ def run_node(node, arrays, out=None):
         result = spec.run(node.attrs, *arrays, out=out)
     else:
         result = spec.run(node.attrs, *arrays)
-    return result if isinstance(result, tuple) else (result,)
+    result = result if isinstance(result, tuple) else (result,)
+    # numpy reductions to 0-d give scalars (np.float32): the next op expects an ndarray
+    return tuple(r if isinstance(r, np.ndarray) or r is None else np.asarray(r) for r in result)
 
 
 # ---- infer rules shared by many ops ---------------------------------------------------------

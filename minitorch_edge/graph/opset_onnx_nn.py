@@ -2,7 +2,8 @@
 3-D), InstanceNormalization, GroupNormalization, LRN, GlobalMaxPool, LpPool, GlobalLpPool,
 LpNormalization, MeanVarianceNormalization, DepthToSpace and SpaceToDepth. ONNX (opset 17; GroupNormalization
 18/21) names, attributes and semantics; numpy references, written for clarity. They run on
-the Python engine only (``c_runtime=False``, see opset.py).
+the Python engine only (``c_runtime=False``, see opset.py), except ConvTranspose, which the C
+runtime runs in 2-D (graph.trace emits it for conv_transpose1d/2d, lifting 1-D to 2-D).
 """
 import functools
 import itertools
@@ -87,7 +88,7 @@ def _deconv_shape(attrs, ins):
     return [((x.shape[0], m) + tuple(out), x.dtype)]
 
 
-@python_op("ConvTranspose", _deconv_shape)
+@op("ConvTranspose", _deconv_shape)
 def conv_transpose(attrs, x, w, b=None):
     """y[n, g M/G + m, o] = sum over c in group g, kernel offsets k with o + pad = i s + k d of
     x[n, c, i] W[c, m, k] (+ B[m]): every input pixel scatters its kernel-weighted copy into

@@ -128,6 +128,13 @@ class _Tracer:
             b.fail("this op has no graph mapping (graph/mapping.py lists the ones that have); "
                    "express it with supported ops or add a mapping")
         outputs = result if isinstance(result, tuple) else (result,)
+        if any(isinstance(a, Tensor) and id(a) in b.values and b.values[id(a)] is None
+               for a in args):    # reads a value the graph does not compute (max pooling's
+            for t in outputs:     # indices): so are its outputs; using them fails later
+                if isinstance(t, Tensor):
+                    b.values[id(t)] = None
+                    b.keep.append(t)
+            return
         names = entry(b, result, *args)
         names = names if isinstance(names, (list, tuple)) else [names]
         if len(names) != len(outputs):

@@ -113,6 +113,7 @@ int rt_prepare_MaxPool(rt_prep *p);
 int rt_prepare_Pad(rt_prep *p);
 int rt_prepare_mte_Attention(rt_prep *p);
 int rt_prepare_mte_ConvAct(rt_prep *p);
+int rt_prepare_ConvTranspose(rt_prep *p);
 int rt_prepare_mte_GemmAct(rt_prep *p);
 
 /* ops_quant.c (conversions) and ops_qlayers.c (the int8 layers) */

@@ -24,6 +24,7 @@ static const rt_opdef OPS[] = {
     {"Clip", 1, 0, rt_prepare_Clip},
     {"Concat", 0, 0, rt_prepare_Concat},
     {"Conv", 0, 0, rt_prepare_Conv},
+    {"ConvTranspose", 0, 0, rt_prepare_ConvTranspose},
     {"Cos", 1, 0, rt_prepare_Cos},
     {"DequantizeLinear", 0, 0, rt_prepare_DequantizeLinear},
     {"Div", 1, 0, rt_prepare_Div},

@@ -231,6 +231,107 @@ static int prepare_conv(rt_prep *p, int fused) {
 int rt_prepare_Conv(rt_prep *p) { return prepare_conv(p, 0); }
 int rt_prepare_mte_ConvAct(rt_prep *p) { return prepare_conv(p, 1); }
 
+/* ---- ConvTranspose ------------------------------------------------------------------------ */
+
+/* ConvTranspose(X [N, C, H, W], W [C, M/group, kh, kw], B [M]) is the input gradient of the
+ * convolution that maps [N, M, Ho, Wo] to X with the same W and geometry, so it runs on
+ * mte_conv2d_backward_input with that convolution's descriptor; output_padding only adds the
+ * rows / columns that no window of that convolution reads (zeros, plus the bias). */
+typedef struct deconv_state {
+  mte_conv2d_desc d; /* the forward convolution: in = Y's shape, out = X's */
+  const float *w, *bias;
+} deconv_state;
+
+static int run_conv_transpose(const rt_step *s, void *const *ptr) {
+  const deconv_state *c = s->state;
+  const mte_conv2d_desc *d = &c->d;
+  float *y = OUT(s, 0);
+  int st = mte_conv2d_backward_input(d, IN(s, 0), c->w, y, NULL);
+  if (st || !c->bias) return st;
+  const int64_t plane = d->in_h * d->in_w;
+  for (int64_t i = 0; i < d->batch * d->in_channels; ++i) {
+    const float b = c->bias[i % d->in_channels];
+    float *row = y + i * plane;
+    for (int64_t j = 0; j < plane; ++j) row[j] += b;
+  }
+  return MTE_OK;
+}
+
+int rt_prepare_ConvTranspose(rt_prep *p) {
+  int st = rt_expect_arity(p, 2, 3, 1);
+  for (int i = 0; !st && i < p->node->num_inputs; ++i)
+    if (rt_input(p, i)) st = rt_expect_dtype(p, i, MTE_DTYPE_FLOAT32);
+  if (!st) st = rt_expect_const(p, 1);
+  if (!st && rt_input(p, 2)) st = rt_expect_const(p, 2);
+  if (st) return st;
+  static const int64_t ones[2] = {1, 1}, zeros[4] = {0, 0, 0, 0};
+  const int64_t *strides, *dil, *pads, *opad, *ks, *oshape;
+  int64_t group, nks, nshape;
+  const char *auto_pad;
+  st = rt_attr_ints(p, "strides", 2, ones, &strides, NULL);
+  if (!st) st = rt_attr_ints(p, "dilations", 2, ones, &dil, NULL);
+  if (!st) st = rt_attr_ints(p, "pads", 4, zeros, &pads, NULL);
+  if (!st) st = rt_attr_ints(p, "output_padding", 2, zeros, &opad, NULL);
+  if (!st) st = rt_attr_ints(p, "kernel_shape", -2, NULL, &ks, &nks);
+  if (!st) st = rt_attr_ints(p, "output_shape", -2, NULL, &oshape, &nshape);
+  if (!st) st = rt_attr_int(p, "group", 1, &group);
+  if (!st) st = rt_attr_string(p, "auto_pad", "NOTSET", &auto_pad);
+  if (st) return st;
+  if (nshape || strcmp(auto_pad, "NOTSET"))
+    return rt_node_fail(p, MTE_EUNSUPPORTED, "output_shape and auto_pad are not supported by "
+                        "the C runtime; give pads and output_padding");
+  const rt_value *x = rt_input(p, 0), *w = rt_input(p, 1);
+  if (x->ndim != 4 || w->ndim != 4)
+    return rt_node_fail(p, MTE_EFORMAT, "takes 4-D X and W, has %d-D and %d-D", x->ndim,
+                        w->ndim);
+  for (int i = 0; i < 2; ++i) {
+    if (strides[i] < 1 || dil[i] < 1 || strides[i] > (1 << 30) || dil[i] > (1 << 30))
+      return rt_node_fail(p, MTE_EFORMAT, "strides and dilations must be in [1, 2^30]");
+    if (opad[i] < 0 || opad[i] >= strides[i])
+      return rt_node_fail(p, MTE_EUNSUPPORTED, "output_padding %lld must be in [0, stride %lld)",
+                          (long long)opad[i], (long long)strides[i]);
+  }
+  for (int i = 0; i < 4; ++i)
+    if (pads[i] < 0 || pads[i] > (1 << 30))
+      return rt_node_fail(p, MTE_EFORMAT, "pads must be in [0, 2^30]");
+  if (group < 1 || x->shape[1] != w->shape[0] || w->shape[0] % group)
+    return rt_node_fail(p, MTE_EFORMAT, "X has %lld channels, W [%lld, %lld, %lld, %lld] with "
+                        "group=%lld expects %lld", (long long)x->shape[1],
+                        (long long)w->shape[0], (long long)w->shape[1], (long long)w->shape[2],
+                        (long long)w->shape[3], (long long)group, (long long)w->shape[0]);
+  if (nks && (ks[0] != w->shape[2] || ks[1] != w->shape[3]))
+    return rt_node_fail(p, MTE_EFORMAT, "kernel_shape differs from W's");
+  deconv_state *c = rt_state_alloc(p, sizeof *c);
+  if (!c) return MTE_ENOMEM;
+  int64_t out[2];
+  for (int i = 0; i < 2; ++i) { /* s (in - 1) + d (k - 1) + 1 - pads + output_padding */
+    const int64_t in = x->shape[2 + i], k = w->shape[2 + i];
+    if (in > (1 << 30) || k > (1 << 30))
+      return rt_node_fail(p, MTE_EFORMAT, "sizes must be under 2^30");
+    out[i] = strides[i] * (in - 1) + dil[i] * (k - 1) + 1 - pads[i] - pads[i + 2] + opad[i];
+    if (out[i] <= 0)
+      return rt_node_fail(p, MTE_EFORMAT, "the output would be empty (%lld along dim %d)",
+                          (long long)out[i], 2 + i);
+  }
+  c->d = (mte_conv2d_desc){x->shape[0], w->shape[1] * group, out[0], out[1], x->shape[1],
+                           w->shape[2], w->shape[3], x->shape[2], x->shape[3], strides[0],
+                           strides[1], pads[0], pads[2], pads[1], pads[3], dil[0], dil[1],
+                           group};
+  for (int i = 0; i < 2; ++i) /* the forward convolution must map Y's size back to X's */
+    if (mte_conv2d_output_size(out[i], w->shape[2 + i], strides[i], pads[i], pads[i + 2],
+                               dil[i]) != x->shape[2 + i])
+      return rt_node_fail(p, MTE_EUNSUPPORTED, "this geometry has no convolution counterpart");
+  if ((st = rt_expect_vector(p, 2, c->d.in_channels, 1, "B"))) return st;
+  int64_t shape[4] = {x->shape[0], c->d.in_channels, out[0], out[1]};
+  if ((st = rt_expect_output(p, 0, MTE_DTYPE_FLOAT32, 4, shape))) return st;
+  c->w = rt_const_data(p, 1);
+  c->bias = rt_const_data(p, 2);
+  p->step->state = c;
+  p->step->run = run_conv_transpose;
+  p->step->kernel = "col2im";
+  return MTE_OK;
+}
+
 /* ---- Gemm and MatMul --------------------------------------------------------------------------- */
 
 typedef struct gemm_state {
