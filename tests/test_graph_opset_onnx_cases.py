@@ -19,7 +19,7 @@ from onnx import helper, numpy_helper
 from minitorch_edge.graph import Graph, GraphError, opset
 
 OPS = sorted({n for n in opset.names() if not opset.OPS[n].c_runtime}
-             | {"Max", "Min", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
+             | {"ConvTranspose", "Max", "Min", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
                 "And", "Or", "Xor", "Where"})
 # ONNX 18 turned these reductions' axes attribute into an input; ours keep the attribute
 AXES_INPUT = {"ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
