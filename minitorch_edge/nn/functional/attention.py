@@ -196,6 +196,7 @@ class MultiheadSelfAttention(Function):
             ctx.save_for_backward(qkv)
             ctx.p, ctx.mask, ctx.scale, ctx.causal = p, m4, scale, causal
             ctx.num_heads, ctx.batch_first = num_heads, batch_first
+            ctx.widened = a if a is not qkv._data else None   # bfloat16: reused by backward
         return _dt.result_array(out, qkv._data.dtype)
 
     @staticmethod
@@ -215,7 +216,7 @@ class MultiheadSelfAttention(Function):
             parts = [d.permute(*back).reshape(*qkv._data.shape[:-1], E) for d in
                      _attention_grads(*views, g, ctx.mask, ctx.scale, ctx.causal)]
             return (cat(parts, -1),) + (None,) * 5
-        a = _c(qkv._data)
+        a = ctx.widened if ctx.widened is not None else _c(qkv._data)
         d = np.empty(a.shape, a.dtype)
         g = _c(grad._data)
         backend.attention_backward(*(_heads(a, H, bf, i, 3) for i in range(3)), ctx.p,
