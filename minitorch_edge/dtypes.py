@@ -167,10 +167,14 @@ def half_relu(x, want_mask):
     values and nan (either sign) stay, everything else becomes +0; the mask is False at nan."""
     inf = _INF_BITS[x.dtype]
     v = x.view(np.int16)
-    pos = v > 0                                        # +0 < x, +nan included
-    keep = pos | (x.view(np.uint16) > (0x8000 | inf))   # and -nan (np.maximum keeps nan)
-    mask = (pos & (v <= inf)) if want_mask else None
-    return (v * keep).view(x.dtype), mask
+    pos = np.greater(v, 0)                             # +0 < x, +nan included
+    keep = np.greater(x.view(np.uint16), 0x8000 | inf)  # -nan (np.maximum keeps nan)
+    np.logical_or(keep, pos, out=keep)
+    y = np.multiply(v, keep).view(x.dtype)
+    if not want_mask:
+        return y, None
+    np.less_equal(v, inf, out=keep)                   # (fresh arrays are page faults: reuse)
+    return y, np.logical_and(pos, keep, out=pos)
 
 
 def half_masked(g, mask):
