@@ -147,6 +147,42 @@ def result_array(y, np_dtype):
     return y
 
 
+# ---- half precision on the bit patterns: sign tests and 0/1 masks need no widening --------------
+# A bfloat16 / float16 value's bits read as int16 order like the value for non-negative
+# numbers, and a negative number has its sign bit set, so "x > 0", "keep x or make it +0" and
+# "pass the gradient where the mask holds" are exact int16 operations (PyTorch's CPU kernels
+# widen to float32 for these; the result is the same bits, at a fraction of the memory traffic).
+_INF_BITS = {np.dtype(np.float16): 0x7C00}
+if _BF16_NP is not None:
+    _INF_BITS[_BF16_NP] = 0x7F80
+
+
+def half_inf_bits(np_dtype):
+    """The bit pattern of +inf for a bfloat16 / float16 numpy dtype, None for any other."""
+    return _INF_BITS.get(np_dtype) if np_dtype.itemsize == 2 else None
+
+
+def half_relu(x, want_mask):
+    """(max(x, 0), x > 0 or None) for a bfloat16 / float16 array `x`, on its bits: positive
+    values and nan (either sign) stay, everything else becomes +0; the mask is False at nan."""
+    inf = _INF_BITS[x.dtype]
+    v = x.view(np.int16)
+    pos = np.greater(v, 0)                             # +0 < x, +nan included
+    keep = np.greater(x.view(np.uint16), 0x8000 | inf)  # -nan (np.maximum keeps nan)
+    np.logical_or(keep, pos, out=keep)
+    y = np.multiply(v, keep).view(x.dtype)
+    if not want_mask:
+        return y, None
+    np.less_equal(v, inf, out=keep)                   # (fresh arrays are page faults: reuse)
+    return y, np.logical_and(pos, keep, out=pos)
+
+
+def half_masked(g, mask):
+    """g where the bool array `mask` holds, else +0, for a bfloat16 / float16 array `g` (same
+    shape as mask or broadcastable to it): exact, with no widening."""
+    return np.multiply(g.view(np.int16), mask).view(g.dtype)
+
+
 def _by_name(name):
     return _NAMES[name]
 

@@ -88,9 +88,9 @@ def gelu_backward(dy, x, approximate="none"):
 
 
 def _readable(a):
-    """A 4-D float32 view the attention kernel reads as it is: unit stride along the last
-    axis (or one column), non-negative strides, aligned."""
-    if a.shape[-1] > 1 and a.strides[-1] != 4:
+    """A 4-D view the attention kernel reads as it is: unit stride along the last axis (or
+    one column), non-negative strides, aligned."""
+    if a.shape[-1] > 1 and a.strides[-1] != a.itemsize:
         return False
     return all(s >= 0 for s in a.strides) and a.flags.aligned
 
@@ -99,12 +99,22 @@ def _view(a):
     return a if _readable(a) else np.ascontiguousarray(a)
 
 
+def _half_set(q, *others):
+    """True when q is a bfloat16 / float16 ndarray and every other array (None skipped) is
+    an exact ndarray of its dtype: the kernel's half-precision entry point takes them."""
+    return (_ref.is_half(q) and type(q) is np.ndarray
+            and all(a is None or (type(a) is np.ndarray and a.dtype == q.dtype) for a in others))
+
+
 def attention(q, k, v, mask=None, scale=1.0, causal=False, out=None):
     """The twin's attention: each (batch, head) pair fused in one native call (QK^T, mask,
     softmax, PV); out written in place when given. The kernel keeps the weights transposed
     (a query's softmax is a column, see native/src/attention_body.h), so p is returned as a
-    (B, H, L, S) view of that (B, H, S, L) array; attention_backward takes it back as it is."""
-    if not (_f32(q, k, v, mask, out) and q.ndim == 4 and k.ndim == 4 and v.ndim == 4
+    (B, H, L, S) view of that (B, H, S, L) array; attention_backward takes it back as it is.
+    bfloat16 / float16 q, k, v (and out): the kernel widens each pair in its scratch and
+    rounds out once (the mask, if any, float32; p float32)."""
+    half = _half_set(q, k, v, out) and _f32(mask)
+    if not ((half or _f32(q, k, v, mask, out)) and q.ndim == 4 and k.ndim == 4 and v.ndim == 4
             and q.shape[:2] == k.shape[:2] == v.shape[:2] and q.size and k.size and v.size):
         return _ref.attention(q, k, v, mask, scale, causal, out)
     B, H, L, _ = q.shape
@@ -112,7 +122,7 @@ def attention(q, k, v, mask=None, scale=1.0, causal=False, out=None):
     if mask is not None:
         mask = _view(np.broadcast_to(mask, (B, H, L, S)))
     own = out is None or not (_readable(out) and out.flags.writeable)
-    target = np.empty((B, H, L, Dv), _F32) if own else out
+    target = np.empty((B, H, L, Dv), q.dtype) if own else out
     pt = np.empty((B, H, S, L), _F32)
     _C.attention(_view(q), _view(k), _view(v), mask, target, pt, float(scale), bool(causal))
     if own and out is not None:
@@ -124,15 +134,18 @@ def attention(q, k, v, mask=None, scale=1.0, causal=False, out=None):
 def attention_backward(q, k, v, p, dout, scale, dq=None, dk=None, dv=None):
     """The twin's attention_backward, each pair in one native call; dq, dk, dv written in
     place when given (views into the caller's arrays), else returned as new arrays. p is
-    read transposed (the layout attention returns it in; another p is copied once)."""
-    if not (_f32(q, k, v, p, dout, dq, dk, dv) and p.ndim == 4
+    read transposed (the layout attention returns it in; another p is copied once).
+    bfloat16 / float16 q, k, v, dout (dq, dk, dv): in float32 per pair, each gradient
+    rounded once (p float32)."""
+    half = _half_set(q, k, v, dout, dq, dk, dv) and _f32(p)
+    if not ((half or _f32(q, k, v, p, dout, dq, dk, dv)) and p.ndim == 4
             and q.shape[:2] == k.shape[:2] == v.shape[:2] == p.shape[:2]
             and q.size and k.size and v.size):
         return _ref.attention_backward(q, k, v, p, dout, scale, dq, dk, dv)
     grads = []
     for src, dst in ((q, dq), (k, dk), (v, dv)):
         own = dst is None or not (_readable(dst) and dst.flags.writeable)
-        grads.append((np.empty(src.shape, _F32) if own else dst, dst if own else None))
+        grads.append((np.empty(src.shape, q.dtype) if own else dst, dst if own else None))
     _C.attention_backward(_view(q), _view(k), _view(v), np.ascontiguousarray(p.swapaxes(2, 3)),
                           _view(dout), grads[0][0], grads[1][0], grads[2][0], float(scale))
     out = []

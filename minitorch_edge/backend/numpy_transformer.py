@@ -130,6 +130,24 @@ def gelu_backward(dy, x, approximate="none"):
     return dy * (cdf + x * pdf)
 
 
+def _is_half(a):
+    """A bfloat16 / float16 array (2-byte floats: numpy's float16, ml_dtypes' bfloat16)."""
+    return isinstance(a, np.ndarray) and a.dtype.itemsize == 2 and a.dtype.kind in "fV"
+
+
+def _widen(a):
+    """A half-precision array as float32 (exact); any other as it is."""
+    return a.astype(np.float32) if _is_half(a) else a
+
+
+def _put(g, dst):
+    """g, or g written into the caller's array dst (returned) when one is given."""
+    if dst is None:
+        return g
+    dst[...] = g
+    return dst
+
+
 def attention(q, k, v, mask=None, scale=1.0, causal=False, out=None):
     """Scaled dot-product attention on (B, H, rows, cols) arrays (any strides):
 
@@ -139,7 +157,12 @@ def attention(q, k, v, mask=None, scale=1.0, causal=False, out=None):
 
     q (B, H, L, D), k (B, H, S, D), v (B, H, S, Dv), mask None or broadcastable to
     (B, H, L, S). Returns (out, p); out, when given, is a (B, H, L, Dv) array written in
-    place (a view into the caller's layout). Gradient: attention_backward."""
+    place (a view into the caller's layout). Gradient: attention_backward.
+    bfloat16 / float16 q, k, v: computed in float32 on the widened values (exact), out
+    rounded once to their dtype; p float32 (as the native kernel)."""
+    if _is_half(q):
+        o, p = attention(*(_widen(a) for a in (q, k, v, mask)), scale, causal)
+        return _put(o.astype(q.dtype), out), p
     scores = np.matmul(q, np.swapaxes(k, -1, -2))
     scores *= scores.dtype.type(scale)
     if mask is not None:
@@ -162,7 +185,11 @@ def attention_backward(q, k, v, p, dout, scale, dq=None, dk=None, dv=None):
         dq = scale ds k,  dk = scale ds^T q
 
     Returns (dq, dk, dv); any of dq, dk, dv given (views into the caller's arrays) is
-    written in place."""
+    written in place. bfloat16 / float16 q, k, v, dout: in float32 on the widened values,
+    each gradient rounded once to their dtype."""
+    if _is_half(q):
+        grads = attention_backward(*(_widen(a) for a in (q, k, v, p, dout)), scale)
+        return tuple(_put(g.astype(q.dtype), dst) for g, dst in zip(grads, (dq, dk, dv)))
     f = p.dtype.type(scale)
     ds = softmax_backward(p, np.matmul(dout, np.swapaxes(v, -1, -2)))
     grads = (np.matmul(ds, k) * f, np.matmul(np.swapaxes(ds, -1, -2), q) * f,

@@ -59,7 +59,11 @@ def _pick(mask, a, b):
     With b == 0 this is a product with the 0/1 mask: ~15x faster than a select in numpy (the one
     difference: a nan gradient in a masked-out position stays nan instead of becoming 0)."""
     if isinstance(b, (int, float)) and b == 0 and isinstance(a, Tensor):
-        t = a._data.dtype          # (bfloat16: through float32, ml_dtypes' bool cast is slow)
+        t = a._data.dtype
+        if (_dt.half_inf_bits(t) is not None and a._data.shape == np.shape(mask)
+                and not (_State.enabled and a._rg)):   # half, not recorded: on the bits
+            return Tensor._make(mark_fresh(_dt.half_masked(a._data, mask)))
+        # (bfloat16 recorded: through float32, ml_dtypes' bool cast is slow)
         return a * Tensor._make(_dt.result_array(np.asarray(mask, dtype=_dt.compute_dtype(t)), t))
     return where(Tensor._make(np.asarray(mask)), a, b)
 
@@ -94,10 +98,15 @@ class Relu(Function):
 
     @staticmethod
     def forward(ctx, a):
-        x = _dt.compute_array(a._data)      # bfloat16: in float32 (exact), as numpy has no loop
+        if _dt.half_inf_bits(a._data.dtype) is not None:   # bfloat16 / float16: on the bits
+            y, mask = _dt.half_relu(a._data, bool(ctx.needs_input_grad))
+            if ctx.needs_input_grad:
+                ctx.mask = mask
+            return y
+        x = a._data
         if ctx.needs_input_grad:
             ctx.mask = x > 0
-        return _dt.result_array(np.maximum(x, x.dtype.type(0)), a._data.dtype)
+        return np.maximum(x, x.dtype.type(0))
 
     @staticmethod
     def backward(ctx, grad):

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common.h"
+#include "mte_bf16.h"
 #include "mte_transformer.h"
 
 namespace {
@@ -167,25 +168,29 @@ py::array gelu_backward(py::handle dy_obj, py::handle x_obj, const std::string &
 
 // ---------------------------------------------------------------------------- attention
 
-// a 4-D float32 view (B, H, rows, cols): its data pointer, element strides and byte extent
+// a 4-D view (B, H, rows, cols) of float32 (or of `half`'s dtype, when given): its data
+// pointer, element strides and byte extent
 struct View {
   py::array arr;
-  float *data = nullptr;
+  float *data = nullptr;  // (for a half view: its uint16_t storage)
   mte_head_strides s{0, 0, 0};
   std::uintptr_t lo = 0, hi = 0;  // [lo, hi): the bytes it spans
+  uint16_t *u16() const { return reinterpret_cast<uint16_t *>(data); }
 };
 
 View view4(const char *op, const char *name, py::handle obj, int64_t B, int64_t H,
-           int64_t rows, int64_t cols, bool output) {
+           int64_t rows, int64_t cols, bool output, const py::array *half = nullptr) {
+  const std::string want_dt = half ? std::string(py::str(half->dtype())) : "float32";
   if (!py::isinstance<py::array>(obj))
-    throw py::type_error(msg(op, name, " must be a numpy.ndarray of float32, got " +
+    throw py::type_error(msg(op, name, " must be a numpy.ndarray of " + want_dt + ", got " +
                                            type_name(obj)));
   View v;
   v.arr = py::reinterpret_borrow<py::array>(obj);
   const py::array &a = v.arr;
-  if (!a.dtype().equal(py::dtype::of<float>()))
-    throw py::type_error(msg(op, name, " must have dtype float32, got " +
+  if (!a.dtype().equal(half ? half->dtype() : py::dtype::of<float>()))
+    throw py::type_error(msg(op, name, " must have dtype " + want_dt + ", got " +
                                            std::string(py::str(a.dtype()))));
+  const int64_t esize = half ? 2 : static_cast<int64_t>(sizeof(float));
   const int64_t want[4] = {B, H, rows, cols};
   bool ok = a.ndim() == 4;
   for (int d = 0; ok && d < 4; ++d) ok = a.shape(d) == want[d];
@@ -203,18 +208,28 @@ View view4(const char *op, const char *name, py::handle obj, int64_t B, int64_t 
       st[d] = 0;  // a stride that is never used
       continue;
     }
-    if (bytes < 0 || bytes % static_cast<int64_t>(sizeof(float)))
+    if (bytes < 0 || bytes % esize)
       throw py::value_error(msg(op, name, " must have non-negative strides that are whole "
                                           "elements (copy it with np.ascontiguousarray)"));
-    st[d] = bytes / static_cast<int64_t>(sizeof(float));
+    st[d] = bytes / esize;
   }
   if (cols > 1 && st[3] != 1)
     throw py::value_error(msg(op, name, " must be contiguous along its last dim"));
   v.s = {st[0], st[1], st[2]};
   const int64_t last = (B - 1) * st[0] + (H - 1) * st[1] + (rows - 1) * st[2] + cols;
   v.lo = reinterpret_cast<std::uintptr_t>(v.data);
-  v.hi = v.lo + static_cast<std::uintptr_t>(last) * sizeof(float);
+  v.hi = v.lo + static_cast<std::uintptr_t>(last) * static_cast<std::uintptr_t>(esize);
   return v;
+}
+
+// MTE_DT_BF16 / MTE_DT_F16 for a bfloat16 / float16 array, -1 for float32 (TypeError else)
+int attention_dtype(const char *op, const py::array &q) {
+  if (q.dtype().equal(py::dtype::of<float>())) return -1;
+  const std::string name = py::str(q.dtype().attr("name"));
+  if (q.dtype().itemsize() == 2 && (name == "bfloat16" || name == "float16"))
+    return name == "bfloat16" ? MTE_DT_BF16 : MTE_DT_F16;
+  throw py::type_error(std::string(op) + ": q must be float32, bfloat16 or float16, got " +
+                       std::string(py::str(q.dtype())));
 }
 
 bool spans_overlap(const View &a, const View &b) {
@@ -235,30 +250,38 @@ void attention(py::handle q_obj, py::handle k_obj, py::handle v_obj, py::handle 
   const char *op = "attention";
   if (!py::isinstance<py::array>(q_obj) || !py::isinstance<py::array>(k_obj) ||
       !py::isinstance<py::array>(v_obj))
-    throw py::type_error("attention: q, k and v must be 4-D float32 numpy arrays");
+    throw py::type_error("attention: q, k and v must be 4-D float32 (or bfloat16 / float16) "
+                         "numpy arrays");
   auto qa = py::reinterpret_borrow<py::array>(q_obj);
   auto ka = py::reinterpret_borrow<py::array>(k_obj);
   auto va = py::reinterpret_borrow<py::array>(v_obj);
   if (qa.ndim() != 4 || ka.ndim() != 4 || va.ndim() != 4)
     throw py::value_error("attention: q, k and v must be 4-D (batch, heads, rows, cols), got (" +
                           shape_str(qa) + "), (" + shape_str(ka) + "), (" + shape_str(va) + ")");
+  const int half = attention_dtype(op, qa);
+  const py::array *hd = half >= 0 ? &qa : nullptr;  // k, v, out: q's dtype
   const int64_t B = qa.shape(0), H = qa.shape(1), L = qa.shape(2), D = qa.shape(3);
   const int64_t S = ka.shape(2), Dv = va.shape(3);
-  View q = view4(op, "q", q_obj, B, H, L, D, false);
-  View k = view4(op, "k", k_obj, B, H, S, D, false);
-  View v = view4(op, "v", v_obj, B, H, S, Dv, false);
+  View q = view4(op, "q", q_obj, B, H, L, D, false, hd);
+  View k = view4(op, "k", k_obj, B, H, S, D, false, hd);
+  View v = view4(op, "v", v_obj, B, H, S, Dv, false, hd);
   View mask;
   if (!mask_obj.is_none()) mask = view4(op, "mask", mask_obj, B, H, L, S, false);
-  View out = view4(op, "out", out_obj, B, H, L, Dv, true);
+  View out = view4(op, "out", out_obj, B, H, L, Dv, true, hd);
   checked_array(op, "pt", pt_obj, 4, 4);  // C-contiguous
   View pt = view4(op, "pt", pt_obj, B, H, S, L, true);
   outputs_apart(op, {{"out", &out}, {"pt", &pt}},
                 {{"q", &q}, {"k", &k}, {"v", &v}, {"mask", &mask}});
   outputs_apart(op, {{"out", &out}}, {{"pt", &pt}});
+  const float *mp = mask_obj.is_none() ? nullptr : mask.data;
   run_kernel(op, [&] {
+    if (half >= 0)
+      return mte_attention_forward_half(half, B, H, L, S, D, Dv, q.u16(), q.s, k.u16(), k.s,
+                                        v.u16(), v.s, mp, mask.s, static_cast<float>(scale),
+                                        causal, pt.data, out.u16(), out.s);
     return mte_attention_forward(B, H, L, S, D, Dv, q.data, q.s, k.data, k.s, v.data, v.s,
-                                 mask_obj.is_none() ? nullptr : mask.data, mask.s,
-                                 static_cast<float>(scale), causal, pt.data, out.data, out.s);
+                                 mp, mask.s, static_cast<float>(scale), causal, pt.data,
+                                 out.data, out.s);
   });
 }
 
@@ -269,23 +292,31 @@ void attention_backward(py::handle q_obj, py::handle k_obj, py::handle v_obj,
   py::array pa = checked_array(op, "pt", pt_obj, 4, 4);
   const int64_t B = pa.shape(0), H = pa.shape(1), S = pa.shape(2), L = pa.shape(3);
   if (!py::isinstance<py::array>(q_obj) || !py::isinstance<py::array>(v_obj))
-    throw py::type_error("attention_backward: q and v must be 4-D float32 numpy arrays");
+    throw py::type_error("attention_backward: q and v must be 4-D float32 (or bfloat16 / "
+                         "float16) numpy arrays");
   auto qa = py::reinterpret_borrow<py::array>(q_obj);
   auto va = py::reinterpret_borrow<py::array>(v_obj);
   if (qa.ndim() != 4 || va.ndim() != 4)
     throw py::value_error("attention_backward: q and v must be 4-D");
+  const int half = attention_dtype(op, qa);
+  const py::array *hd = half >= 0 ? &qa : nullptr;  // all but pt: q's dtype
   const int64_t D = qa.shape(3), Dv = va.shape(3);
-  View q = view4(op, "q", q_obj, B, H, L, D, false);
-  View k = view4(op, "k", k_obj, B, H, S, D, false);
-  View v = view4(op, "v", v_obj, B, H, S, Dv, false);
+  View q = view4(op, "q", q_obj, B, H, L, D, false, hd);
+  View k = view4(op, "k", k_obj, B, H, S, D, false, hd);
+  View v = view4(op, "v", v_obj, B, H, S, Dv, false, hd);
   View pt = view4(op, "pt", pt_obj, B, H, S, L, false);
-  View dout = view4(op, "dout", dout_obj, B, H, L, Dv, false);
-  View dq = view4(op, "dq", dq_obj, B, H, L, D, true);
-  View dk = view4(op, "dk", dk_obj, B, H, S, D, true);
-  View dv = view4(op, "dv", dv_obj, B, H, S, Dv, true);
+  View dout = view4(op, "dout", dout_obj, B, H, L, Dv, false, hd);
+  View dq = view4(op, "dq", dq_obj, B, H, L, D, true, hd);
+  View dk = view4(op, "dk", dk_obj, B, H, S, D, true, hd);
+  View dv = view4(op, "dv", dv_obj, B, H, S, Dv, true, hd);
   outputs_apart(op, {{"dq", &dq}, {"dk", &dk}, {"dv", &dv}},
                 {{"q", &q}, {"k", &k}, {"v", &v}, {"pt", &pt}, {"dout", &dout}});
   run_kernel(op, [&] {
+    if (half >= 0)
+      return mte_attention_backward_half(half, B, H, L, S, D, Dv, q.u16(), q.s, k.u16(), k.s,
+                                         v.u16(), v.s, static_cast<float>(scale), pt.data,
+                                         dout.u16(), dout.s, dq.u16(), dq.s, dk.u16(), dk.s,
+                                         dv.u16(), dv.s);
     return mte_attention_backward(B, H, L, S, D, Dv, q.data, q.s, k.data, k.s, v.data, v.s,
                                   static_cast<float>(scale), pt.data, dout.data, dout.s,
                                   dq.data, dq.s, dk.data, dk.s, dv.data, dv.s);
@@ -328,11 +359,14 @@ void mte_bind_transformer(pybind11::module_ &m) {
         "stride along the last dim: p = softmax(scale q k^T + mask) (a fully masked row gives\n"
         "0; causal masks key j > query i), out = p v. mask: None or (B, H, L, S) (broadcast\n"
         "views welcome); out (B, H, L, Dv) is written, and pt (B, H, S, L), C-contiguous,\n"
-        "receives p transposed (pt[b, h, j, i]: key j's weight for query i).");
+        "receives p transposed (pt[b, h, j, i]: key j's weight for query i). q, k, v and\n"
+        "out may instead all be bfloat16 or all float16 (computed in float32, out rounded\n"
+        "once); mask and pt stay float32.");
   m.def("attention_backward", &attention_backward, py::arg("q"), py::arg("k"), py::arg("v"),
         py::arg("pt"), py::arg("dout"), py::arg("dq"), py::arg("dk"), py::arg("dv"),
         py::arg("scale"),
         "attention_backward(q, k, v, pt, dout, dq, dk, dv, scale) -> None\n\n"
         "Writes the gradients of attention into the views dq, dk, dv, from pt (the forward's\n"
-        "transposed weights, (B, H, S, L) C-contiguous) and dout, the gradient of out.");
+        "transposed weights, (B, H, S, L) C-contiguous) and dout, the gradient of out.\n"
+        "Half precision as attention: q, k, v, dout, dq, dk, dv of one half dtype.");
 }

@@ -127,6 +127,30 @@ MTE_API int mte_attention_backward(int64_t B, int64_t H, int64_t L, int64_t S, i
                                    mte_head_strides sdq, float *dk, mte_head_strides sdk,
                                    float *dv, mte_head_strides sdv);
 
+/*
+ * The same two in half precision: q, k, v, out (forward) and dout, dq, dk, dv (backward)
+ * hold bfloat16 / float16 values (dtype MTE_DT_BF16 / MTE_DT_F16 of mte_bf16.h, uint16_t
+ * storage, strides in elements); the mask and pt stay float32. Each pair is widened into
+ * scratch (exact) and computed by the float32 kernel; every output is rounded once, to
+ * nearest even: the float32 results of the widened inputs, rounded.
+ */
+MTE_API int mte_attention_forward_half(int dtype, int64_t B, int64_t H, int64_t L, int64_t S,
+                                       int64_t D, int64_t Dv, const uint16_t *q,
+                                       mte_head_strides sq, const uint16_t *k,
+                                       mte_head_strides sk, const uint16_t *v,
+                                       mte_head_strides sv, const float *mask,
+                                       mte_head_strides sm, float scale, int causal,
+                                       float *pt, uint16_t *out, mte_head_strides so);
+MTE_API int mte_attention_backward_half(int dtype, int64_t B, int64_t H, int64_t L,
+                                        int64_t S, int64_t D, int64_t Dv, const uint16_t *q,
+                                        mte_head_strides sq, const uint16_t *k,
+                                        mte_head_strides sk, const uint16_t *v,
+                                        mte_head_strides sv, float scale, const float *pt,
+                                        const uint16_t *dout, mte_head_strides sdo,
+                                        uint16_t *dq, mte_head_strides sdq, uint16_t *dk,
+                                        mte_head_strides sdk, uint16_t *dv,
+                                        mte_head_strides sdv);
+
 #ifdef __cplusplus
 }
 #endif

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "mte.h"
+#include "mte_bf16.h"
 
 #define PI 3.14159265358979323846
 #include "mte_test.h"
@@ -416,6 +417,61 @@ static void attention_case(int64_t B, int64_t H, int64_t L, int64_t S, int64_t D
   free(pr), free(dpr), free(in), free(mask), free(out), free(p), free(dout), free(grad);
 }
 
+/* half attention (bf16 / fp16) on a packed (L, B, H*(2D+Dv)) projection: the same bits as the
+ * float32 kernel run on the widened values, each output rounded once */
+static void attention_half_case(int dt, int64_t B, int64_t H, int64_t L, int64_t D,
+                                int64_t Dv, int mask_kind, int causal) {
+  const int64_t S = L, E = D + D + Dv, ld = B * H * E;
+  const size_t in_count = (size_t)(L * ld), oc = (size_t)(L * B * H * Dv);
+  const size_t pc = (size_t)(B * H * L * S), dc = (size_t)(L * ld);
+  const mte_head_strides s_in = {H * E, E, ld}, so = {H * Dv, Dv, B * H * Dv};
+  float *f = rand_buf(in_count + 1, 1.5f), *fd = rand_buf(oc + 1, 1.0f);
+  uint16_t *h = malloc((in_count + 1) * 2), *hd = malloc((oc + 1) * 2);
+  mte_f32_to_half(dt, f, h, (int64_t)in_count);
+  mte_half_to_f32(dt, h, f, (int64_t)in_count); /* f: exactly the half values */
+  mte_f32_to_half(dt, fd, hd, (int64_t)oc);
+  mte_half_to_f32(dt, hd, fd, (int64_t)oc);
+  float *mask = NULL;
+  const mte_head_strides ms = {0, 0, S};
+  if (mask_kind) {
+    mask = rand_buf((size_t)(L * S) + 1, 2.0f);
+    for (int64_t i = 0; i < L * S; ++i)
+      if (mte_test_pick(4) == 0) mask[i] = -INFINITY;
+  }
+  const float scale = 1.0f / sqrtf((float)(D ? D : 1));
+  float *out = buf(oc), *p = buf(pc), *ph = buf(pc), *g = buf(dc);
+  uint16_t *hout = malloc((oc + 1) * 2), *hg = malloc((dc + 1) * 2), *want = malloc((dc + 1) * 2);
+  memset(hg, 0xff, (dc + 1) * 2); /* NaN everywhere: every written value is checked below */
+  int st = mte_attention_forward(B, H, L, S, D, Dv, f, s_in, f + D, s_in, f + 2 * D, s_in, mask,
+                                 ms, scale, causal, p, out, so);
+  int sh = mte_attention_forward_half(dt, B, H, L, S, D, Dv, h, s_in, h + D, s_in, h + 2 * D,
+                                      s_in, mask, ms, scale, causal, ph, hout, so);
+  CHECK(st == MTE_OK && sh == MTE_OK, "%s half attention forward: %s", g_isa,
+        mte_status_string(sh));
+  mte_f32_to_half(dt, out, want, (int64_t)oc);
+  CHECK(memcmp(want, hout, oc * 2) == 0 && memcmp(p, ph, pc * 4) == 0,
+        "%s half attention (dt %d B%lld H%lld L%lld D%lld Dv%lld mask %d causal %d): out or p "
+        "differs from the float32 kernel's, rounded", g_isa, dt, (long long)B, (long long)H,
+        (long long)L, (long long)D, (long long)Dv, mask_kind, causal);
+  st = mte_attention_backward(B, H, L, S, D, Dv, f, s_in, f + D, s_in, f + 2 * D, s_in, scale,
+                              p, fd, so, g, s_in, g + D, s_in, g + 2 * D, s_in);
+  sh = mte_attention_backward_half(dt, B, H, L, S, D, Dv, h, s_in, h + D, s_in, h + 2 * D,
+                                   s_in, scale, ph, hd, so, hg, s_in, hg + D, s_in, hg + 2 * D,
+                                   s_in);
+  CHECK(st == MTE_OK && sh == MTE_OK, "%s half attention backward: %s", g_isa,
+        mte_status_string(sh));
+  mte_f32_to_half(dt, g, want, (int64_t)dc);
+  CHECK(memcmp(want, hg, dc * 2) == 0 && hg[dc] == 0xffff,
+        "%s half attention backward (dt %d B%lld H%lld L%lld D%lld Dv%lld): dq dk dv differ "
+        "from the float32 kernel's, rounded", g_isa, dt, (long long)B, (long long)H,
+        (long long)L, (long long)D, (long long)Dv);
+  CHECK(mte_attention_forward_half(MTE_DT_F32, B, H, L, S, D, Dv, h, s_in, h + D, s_in,
+                                   h + 2 * D, s_in, mask, ms, scale, causal, ph, hout, so) ==
+            MTE_EINVAL, "half attention refuses a float32 dtype code");
+  free(f), free(fd), free(h), free(hd), free(mask), free(out), free(p), free(ph), free(g);
+  free(hout), free(hg), free(want);
+}
+
 static void attention_cases(int n) {
   static const int64_t shapes[][6] = {{2, 4, 32, 32, 16, 16}, {1, 1, 1, 1, 1, 1},
                                       {3, 2, 9, 17, 8, 5},   {1, 3, 40, 7, 33, 16},
@@ -507,6 +563,12 @@ int main(int argc, char **argv) {
       layer_norm_case(700, 64, 3);
       gelu_cases();
       attention_cases(quick ? 6 : 40);
+      for (int dt = MTE_DT_BF16; dt <= MTE_DT_F16; ++dt) {
+        attention_half_case(dt, 2, 4, 64, 32, 32, 0, 0); /* the Transformer bench's heads */
+        attention_half_case(dt, 1, 2, 7, 5, 3, 1, 0);
+        attention_half_case(dt, 3, 1, 17, 8, 16, 0, 1);
+        attention_half_case(dt, 1, 1, 1, 1, 1, 1, 1);
+      }
     }
   }
   mte_set_isa("auto");

@@ -185,7 +185,7 @@ class MultiheadSelfAttention(Function):
 
     @staticmethod
     def forward(ctx, qkv, num_heads, mask, scale, causal, batch_first):
-        a = _c(qkv._data)                      # bfloat16: in float32, rounded once
+        a = qkv._data     # bfloat16 / float16 as they are: the kernel widens pair by pair
         mask = _c(mask._data) if isinstance(mask, Tensor) else mask
         q4, k4, v4 = (_heads(a, num_heads, batch_first, i, 3) for i in range(3))
         out = np.empty(a.shape[:-1] + (a.shape[-1] // 3,), a.dtype)
@@ -196,7 +196,7 @@ class MultiheadSelfAttention(Function):
             ctx.save_for_backward(qkv)
             ctx.p, ctx.mask, ctx.scale, ctx.causal = p, m4, scale, causal
             ctx.num_heads, ctx.batch_first = num_heads, batch_first
-        return _dt.result_array(out, qkv._data.dtype)
+        return out
 
     @staticmethod
     def backward(ctx, grad):
@@ -215,13 +215,16 @@ class MultiheadSelfAttention(Function):
             parts = [d.permute(*back).reshape(*qkv._data.shape[:-1], E) for d in
                      _attention_grads(*views, g, ctx.mask, ctx.scale, ctx.causal)]
             return (cat(parts, -1),) + (None,) * 5
-        a = _c(qkv._data)
+        a, g = qkv._data, grad._data
+        if g.dtype != a.dtype:          # (mixed: both in float32, d rounded to qkv's dtype)
+            a, g = _c(a).astype(np.float32), _c(g).astype(np.float32)
         d = np.empty(a.shape, a.dtype)
-        g = _c(grad._data)
         backend.attention_backward(*(_heads(a, H, bf, i, 3) for i in range(3)), ctx.p,
                                    _heads(g, H, bf), ctx.scale,
                                    *(_heads(d, H, bf, i, 3) for i in range(3)))
-        return (Tensor._make(mark_fresh(_dt.result_array(d, qkv._data.dtype))),) + (None,) * 5
+        want = qkv._data.dtype
+        return (Tensor._make(mark_fresh(d if d.dtype == want else backend.cast(d, want))),) + \
+            (None,) * 5
 
 
 # ---- scaled dot-product attention --------------------------------------------------------------

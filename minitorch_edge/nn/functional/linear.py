@@ -79,9 +79,10 @@ def linear_grads(grad, x, w, needs):
         if needs[1]:
             xd = x._data
             dw = fresh(backend.matmul(g.T, xd.reshape(rows, xd.shape[-1])))
-        if needs[2]:
-            gs = g if g.dtype.itemsize > 2 else backend.cast(g, np.float32)  # half: sum in f32
-            db = fresh(gs.sum(0))
+        if needs[2]:   # half: the column sums as a GEMM with a row of ones (float32 sums,
+            # no widened copy of g)
+            db = fresh(g.sum(0) if g.dtype.itemsize > 2 else backend.half_gemm(
+                np.ones((1, rows), g.dtype), g, out_float32=True).reshape(n_out))
         return dx, dw, db
     g = grad.reshape(rows, n_out)
     if needs[0]:
