@@ -24,6 +24,7 @@ import numpy as np
 
 import minitorch_edge as mte
 from minitorch_edge import autograd, graph, nn
+from minitorch_edge.nn import functional as F
 from minitorch_edge.graph.passes import DEFAULT, PASSES
 from minitorch_edge.utils.timing import median_ms as _median_ms
 
@@ -230,6 +231,34 @@ t_eager, t_traced, t_exec = ms["eager"], ms["traced"], ms["exec"]
 print(f"eager (no_grad)         {t_eager:8.3f} ms")
 print(f"executor, traced graph  {t_traced:8.3f} ms   ({t_eager / t_traced:.1f}x eager)")
 print(f"executor, optimised     {t_exec:8.3f} ms   ({t_eager / t_exec:.1f}x eager)")
+
+# %% [markdown]
+# ## 7. Layers that ONNX (or our C runtime) has no single node for
+# A traced op is written with the nodes the runtime has. A decoder shows three kinds:
+# `ConvTranspose2d` is one `ConvTranspose` node (the C runtime runs it as the input gradient
+# of a convolution, col2im); `Upsample(mode="bilinear")` is, per spatial dim, two `Gather`s of
+# the neighbouring rows (or columns) weighted and added; `InstanceNorm2d` is its statistics as
+# `ReduceMean`s. Count the ops, then check the graph against eager.
+
+# %%
+class Decoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = nn.ConvTranspose2d(8, 4, 4, stride=2, padding=1)
+        self.norm = nn.InstanceNorm2d(4)
+        self.resize = nn.Upsample(scale_factor=2, mode="bilinear")
+
+    def forward(self, z):
+        return self.resize(F.relu(self.norm(self.up(z))))
+
+
+dec = Decoder().eval()
+z = np.random.default_rng(1).standard_normal((1, 8, 4, 4)).astype(np.float32)
+dg = graph.trace(dec, z).optimize()
+print(dg.op_counts())
+with mte.no_grad():
+    want = dec(mte.tensor(z)).numpy()
+print("max |graph - eager| =", float(np.abs(dg.run(z) - want).max()))
 
 # %% [markdown]
 # ## Clean up
