@@ -15,8 +15,9 @@
  * -(x_zp + 128) * sum(w)), are requantized in registers (mte_qrequant_x86.h), narrowed by two
  * saturating packs - each 128-bit lane then holds 16 consecutive outputs out of order (stride
  * 1), or two runs of 8 (stride 2) - put in order by one in-lane byte shuffle (and a qword
- * permute for stride 2), clamped 64 bytes at a time and stored to the line; the driver's
- * layout leaves MTE_QDW_TAIL_U8 bytes for the loads past the last output.
+ * permute for stride 2), clamped 64 bytes at a time and stored straight into y's rows
+ * (store_rows: the line is not used); the driver's layout leaves MTE_QDW_TAIL_U8 bytes for
+ * the loads past the last output.
  * Compiled with the AVX-512 flags plus -mavx512vnni.
  */
 #include "../../mte_quant_internal.h"
@@ -65,21 +66,21 @@ static void copy_in(const mte_qdw_plane *a) {
   }
 }
 
-static void copy_out(const mte_qdw_plane *a) {
-  const int64_t Ho = a->Ho, Wo = a->Wo, pitch = a->pitch;
-  const int8_t *line = a->line;
-  int8_t *y = a->y;
-  if (Wo <= 64) {
-    const __mmask64 k = lanes64(Wo);
-    for (int64_t r = 0; r < Ho; ++r, y += Wo, line += pitch)
-      _mm512_mask_storeu_epi8(y, k, _mm512_maskz_loadu_epi8(k, line));
-    return;
+/* the 64 flat outputs g0 .. g0 + 63 in v to y: a masked store per output row they touch
+ * (lane l, in row r, is y[r * Wo + g0 + l - r * pitch]; the columns past Wo and the outputs
+ * past n are masked off). Straight from the register: a line in memory read back at once by
+ * the row copy stalled on store forwarding. The address of a row's store may precede the
+ * row (its first lanes masked off): it is formed as an integer. */
+static inline void store_rows(const mte_qdw_plane *a, int64_t g0, int64_t *r, __m512i v) {
+  const int64_t pitch = a->pitch, Wo = a->Wo, Ho = a->Ho;
+  while ((*r + 1) * pitch <= g0) ++*r;
+  for (int64_t row = *r; row < Ho && row * pitch < g0 + 64; ++row) {
+    const int64_t start = row * pitch - g0, end = start + Wo; /* lanes of the row */
+    if (end <= 0) continue; /* only its garbage columns */
+    const __mmask64 k = lanes64(end < 64 ? end : 64) & ~lanes64(start > 0 ? start : 0);
+    _mm512_mask_storeu_epi8((void *)((uintptr_t)a->y + (uintptr_t)(g0 - row * (pitch - Wo))), k,
+                            v);
   }
-  for (int64_t r = 0; r < Ho; ++r, y += Wo, line += pitch)
-    for (int64_t c = 0; c < Wo; c += 64) {
-      const __mmask64 k = lanes64(Wo - c);
-      _mm512_mask_storeu_epi8(y + c, k, _mm512_maskz_loadu_epi8(k, line + c));
-    }
 }
 
 /* 4 x 16 requantized int32 -> 64 bytes by two saturating packs and the in-lane shuffle
@@ -103,8 +104,8 @@ static void qdw_plane_avx512vnni(const mte_qdw_plane *a) {
   const __m512i comp = _mm512_set1_epi32(ch.comp);
   const __m512i lo = _mm512_set1_epi8((char)a->lo), hi = _mm512_set1_epi8((char)a->hi);
   const uint8_t *r0 = a->u + a->off[0], *r1 = a->u + a->off[1], *r2 = a->u + a->off[2];
-  int8_t *const line = a->line;
   const int64_t n = a->n;
+  int64_t row = 0; /* the output row of the chunk's first output */
   __m512i wa[3], wb[3];
   for (int i = 0; i < 3; ++i) {
     const int16_t *w = a->w + 3 * i;
@@ -127,8 +128,7 @@ static void qdw_plane_avx512vnni(const mte_qdw_plane *a) {
         a2 = _mm512_dpbusd_epi32(a2, l2, wa[i]);
         a3 = _mm512_dpbusd_epi32(a3, l2, wb[i]);
       }
-      _mm512_storeu_si512((void *)(line + g),
-                          clamp8(narrow(REQ(a0), REQ(a1), REQ(a2), REQ(a3), order), lo, hi));
+      store_rows(a, g, &row, clamp8(narrow(REQ(a0), REQ(a1), REQ(a2), REQ(a3), order), lo, hi));
     }
   } else {
     /* lane q after the packs: bytes 4k + i are outputs 8q + 2i + k (k < 2), then
@@ -147,12 +147,10 @@ static void qdw_plane_avx512vnni(const mte_qdw_plane *a) {
         a3 = _mm512_dpbusd_epi32(a3, LD(rs[i] + 66), wa[i]);
       }
       const __m512i v = narrow(REQ(a0), REQ(a1), REQ(a2), REQ(a3), order);
-      _mm512_storeu_si512((void *)(line + g),
-                          clamp8(_mm512_permutexvar_epi64(lanes, v), lo, hi));
+      store_rows(a, g, &row, clamp8(_mm512_permutexvar_epi64(lanes, v), lo, hi));
     }
   }
 #undef REQ
-  copy_out(a);
 }
 
 #undef LD
