@@ -89,6 +89,30 @@ def test_depthwise3x3_equals_twin(c, h, wd, stride, pad, seed):
 
 
 @SETTINGS
+@given(st.integers(1, 2), st.integers(1, 70), st.integers(1, 40), st.integers(1, 150),
+       st.tuples(st.integers(1, 3), st.integers(1, 2)), st.tuples(*[st.integers(0, 2)] * 4),
+       st.integers(0, 2 ** 16))
+def test_depthwise3x3_every_parameter_equals_twin(n, c, h, wd, stride, pad, seed):
+    """The qdepthwise kernels (the VNNI one on bytes x ^ 0x80, its compensation folded into
+    comp; the others on int16) over row phases (stride_h != stride_w), asymmetric padding,
+    rows wider than a 64-byte vector, every zero point, non-fast channels (left shifts,
+    saturating biases) and clamps."""
+    if h + pad[0] + pad[1] < 3 or wd + pad[2] + pad[3] < 3:
+        return
+    rng = np.random.default_rng(seed)
+    x, w = i8(rng, (n, c, h, wd)), i8(rng, (c, 1, 3, 3), -127)
+    if rng.random() < 0.2:  # the largest |x - x_zp| * w sums
+        x[:] = 127
+        w = i8(rng, (c, 1, 3, 3), 120)
+    bias, m, shift = channel_params(rng, c, big_bias=rng.random() < 0.3)
+    lo, hi = sorted(int(v) for v in rng.integers(-128, 128, 2)) if rng.random() < 0.5 \
+        else (-128, 127)
+    args = (x, int(rng.integers(-128, 128)), w, bias if rng.random() < 0.8 else None, m,
+            shift, int(rng.integers(-128, 128)), lo, hi, stride, pad, (1, 1), c)
+    same_on_every_isa(lambda: nat.qconv2d(*args), lambda: ref.qconv2d(*args))
+
+
+@SETTINGS
 @given(st.integers(1, 40), st.integers(1, 300), st.integers(1, 40), st.integers(0, 2 ** 16))
 def test_qlinear_equals_twin(rows, k, mo, seed):
     rng = np.random.default_rng(seed)

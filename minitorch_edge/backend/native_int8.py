@@ -5,7 +5,9 @@ table in backend/__init__.py binds them where libmte's "int8" kernel set is buil
 kernel runs (native/include/mte_quant.h), decided in C from the shapes:
 
     qconv2d, depthwise 3x3 (groups == C == O,        "qdepthwise" kernels: rows of x - x_zp
-      stride_w 1 or 2, dilation 1, any padding)      widened to int16 pairs, PMADDWD / SMLAL
+      stride_w 1 or 2, dilation 1, any padding)      widened to int16 pairs, PMADDWD / SMLAL;
+                                                     on VNNI bytes x ^ 0x80, one VPDPBUSD
+                                                     per tap row
     qconv2d, 1x1 stride 1 unpadded                   "qgemm" microkernel on rows of x packed
                                                      4 k values per lane
     qconv2d, everything else                         "qgemm" with im2col folded into the

@@ -19,7 +19,9 @@
  * g = r * pitch + c of the flat row reads, for tap (i, j), element off[i] + sw * g + j: a
  * fixed offset per tap, nothing per output row. Pairs of int16 (j = 0, 1) are one pair
  * multiply-add (PMADDWD / SMLAL), tap 2 another with weights (w2, 0) or (0, w2). The flat
- * outputs past column Wo are computed and dropped by the driver's row copy.
+ * outputs past column Wo are computed and dropped by the driver's row copy. A kernel whose
+ * x_offset is 128 (VNNI) takes the plane as bytes x ^ 0x80 (= x + 128, unsigned) padded with
+ * x_zp + 128 instead, and the driver folds -(x_zp + 128) * sum(w) into comp, as for qgemm.
  */
 #ifndef MTE_QUANT_INTERNAL_H
 #define MTE_QUANT_INTERNAL_H
@@ -156,9 +158,10 @@ static inline void mte__qtile_store_scalar(const mte_qtile *t, const int32_t *ac
 typedef struct mte_qdw_plane {
   const int8_t *x;  /* the input plane, H x W */
   int64_t H, W, pt, pl, sh;
-  int64_t hq, pe;   /* padded rows per row phase; int16 per padded row */
+  int64_t hq, pe;   /* padded rows per row phase; elements per padded row */
   int32_t x_zp;
   int16_t *p;       /* the widened plane; its padding is zero, widening writes the rest */
+  uint8_t *u;       /* instead for x_offset 128: the plane of x ^ 0x80, padded x_zp + 128 */
   int64_t off[3];   /* element of tap (i, 0) for output 0 */
   int sw;           /* 1 or 2 */
   int64_t n;        /* flat outputs */
@@ -181,12 +184,15 @@ static inline int64_t mte__qdw_cols(const mte_qdw_plane *a) {
   return a->W < a->pe - a->pl ? a->W : a->pe - a->pl;
 }
 
-/* int16 zeros the plane has past its last tap of output n - 1 (vector over-reach) */
+/* int16 zeros the plane has past its last tap of output n - 1 (vector over-reach); the
+ * bytes a u8 plane has */
 #define MTE_QDW_TAIL 160
+#define MTE_QDW_TAIL_U8 256
 
 typedef struct mte_qdw_kernel {
   const char *isa;
   void (*plane)(const mte_qdw_plane *p);
+  int x_offset; /* 0: the int16 plane p of x - x_zp; 128: the byte plane u of x ^ 0x80 */
 } mte_qdw_kernel;
 
 extern const mte_qgemm_kernel mte_qgemm_kernel_generic;

@@ -64,7 +64,10 @@ int mte_qconv2d_run(const mte_qconv2d_plan *p, const mte_conv2d_desc *d, const i
   mte_qchan *chan = (mte_qchan *)malloc((size_t)(dw ? g.K : padded) * sizeof(mte_qchan));
   if (!chan) return MTE_ENOMEM;
   /* the channels of each group, padded to its panels (depthwise: one per channel) */
-  if (dw) mte__qchan_fill(chan, g.K, g.K, NULL, 0, bias, rq, 9);
+  if (dw) { /* a byte-plane depthwise kernel reads x + 128: its compensation as qgemm's */
+    const int xo = mte__isa()->qdepthwise->x_offset;
+    mte__qchan_fill(chan, g.K, g.K, xo ? p->wsum : NULL, x_zp + xo, bias, rq, 9);
+  }
   for (int64_t gi = 0; gi < (dw ? 0 : g.G); ++gi) {
     mte_requant sub = *rq;
     sub.multiplier += gi * g.Kg, sub.shift += gi * g.Kg;

@@ -9,6 +9,8 @@
  * flat row into a scratch line (the pitch - Wo columns past each row are garbage) and copies
  * the Wo real columns of each row to y. No per-row set-up, no ring: the fixed cost per plane
  * is one widening pass and one row copy. Planes are independent: the unit of threading.
+ * A kernel of x_offset 128 takes the same layout in bytes, x ^ 0x80 padded with x_zp + 128
+ * (its channels' comp then holds -(x_zp + 128) * sum(w): qconv.c).
  */
 #include <string.h>
 
@@ -25,20 +27,20 @@ int mte__qdepthwise3x3_applies(const conv_geom *g) {
 
 /* the flat layout of one plane */
 typedef struct flat {
-  int64_t pe;    /* int16 per padded row: (Wo - 1) * sw + 3, rounded up to sw */
+  int64_t pe;    /* elements per padded row: (Wo - 1) * sw + 3, rounded up to sw */
   int64_t hq;    /* padded rows per phase */
   int64_t pitch; /* flat outputs per output row: pe / sw */
   int64_t n;     /* flat outputs: (Ho - 1) * pitch + Wo */
-  int64_t elems; /* int16 of the widened plane, its zero tail included */
+  int64_t elems; /* elements of the plane, its tail included */
 } flat;
 
-static flat layout(const conv_geom *g) {
+static flat layout(const conv_geom *g, int64_t tail) {
   flat f;
   f.pe = rup((g->Wo - 1) * g->sw + 3, g->sw);
   f.hq = cdiv((g->Ho - 1) * g->sh + 3, g->sh);
   f.pitch = f.pe / g->sw;
   f.n = (g->Ho - 1) * f.pitch + g->Wo;
-  f.elems = g->sh * f.hq * f.pe + MTE_QDW_TAIL;
+  f.elems = g->sh * f.hq * f.pe + tail;
   return f;
 }
 
@@ -47,18 +49,21 @@ int mte__qdepthwise3x3(const conv_geom *g, const mte_qconv2d_plan *p, const int8
                        mte_arena *arena) {
   const mte_qdw_kernel *k = mte__isa()->qdepthwise;
   const int64_t planes = g->N * g->C;
-  const flat f = layout(g);
-  const size_t qbytes = mte__q_align((size_t)f.elems * sizeof(int16_t));
+  const int u8 = k->x_offset == 128;
+  const flat f = layout(g, u8 ? MTE_QDW_TAIL_U8 : MTE_QDW_TAIL);
+  const size_t qbytes = mte__q_align((size_t)f.elems * (u8 ? 1 : sizeof(int16_t)));
   const size_t per = qbytes + mte__q_align((size_t)rup(f.n, 64));
   const int nt = mte__threads_for((double)planes * g->HW * 9, 64.0 * 64.0 * 64.0, planes);
   qscratch s;
   int st;
   uint8_t *buf = (uint8_t *)mte__qscratch_open(&s, arena, per * (size_t)nt, &st);
   if (!buf) return st;
-  memset(buf, 0, per * (size_t)nt); /* the padding: the kernels widen only the interior */
-  mte_qdw_plane base = {NULL, g->H, g->W, g->pt, g->pl, g->sh, f.hq, f.pe, x_zp, NULL,
-                        {0, 0, 0}, g->sw, f.n, {0}, NULL, rq->zero_point, rq->act_min,
-                        rq->act_max, NULL, g->Ho, g->Wo, f.pitch, NULL};
+  /* the padding (0, or x_zp + 128 for bytes): the kernels write only the interior */
+  memset(buf, u8 ? (x_zp + 128) : 0, per * (size_t)nt);
+  mte_qdw_plane base = {.H = g->H, .W = g->W, .pt = g->pt, .pl = g->pl, .sh = g->sh,
+                        .hq = f.hq, .pe = f.pe, .x_zp = x_zp, .sw = (int)g->sw, .n = f.n,
+                        .zp = rq->zero_point, .lo = rq->act_min, .hi = rq->act_max,
+                        .Ho = g->Ho, .Wo = g->Wo, .pitch = f.pitch};
   for (int i = 0; i < 3; ++i) base.off[i] = ((i % g->sh) * f.hq + i / g->sh) * f.pe;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
@@ -71,7 +76,11 @@ int mte__qdepthwise3x3(const conv_geom *g, const mte_qconv2d_plan *p, const int8
 #endif
     const int64_t c = pl % g->C;
     mte_qdw_plane a = base;
-    a.x = x + pl * g->HWi, a.p = (int16_t *)mine, a.line = (int8_t *)(mine + qbytes);
+    a.x = x + pl * g->HWi, a.line = (int8_t *)(mine + qbytes);
+    if (u8)
+      a.u = mine;
+    else
+      a.p = (int16_t *)mine;
     a.chan = chan + c, a.y = y + pl * g->HW;
     for (int t = 0; t < 9; ++t) a.w[t] = p->w3x3[c * 9 + t];
     k->plane(&a);

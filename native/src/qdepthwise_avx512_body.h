@@ -1,10 +1,7 @@
 /*
  * qdepthwise_avx512_body.h - one plane of the int8 depthwise 3x3 as a flat row
- * (mte_qdw_plane), one body for two ISAs:
- *
- *   avx512vnni (QDW_VNNI)  VPDPWSSD: a pair multiply-add of int16 into the int32 accumulator
- *                          in one instruction
- *   avx512 (AVX-512BW)     VPMADDWD then VPADDD
+ * (mte_qdw_plane) on the int16 plane, AVX-512BW: VPMADDWD then VPADDD (the VNNI kernel,
+ * x86_avx512vnni/qdepthwise.c, works on bytes instead).
  *
  * Stride 1, 32 outputs per step: a zmm of 32 int16 loaded at tap column j = 0, 1, 2 of a row;
  * the pair multiply-add of the j = 0 load with (w0, w1) gives taps 0 and 1 of the 16 even
@@ -16,16 +13,12 @@
  * the load at 2g + 2 gives tap 2 with (w2, 0): 6 multiply-adds for 16 outputs.
  * The widening (32 bytes -> 32 int16 per step) and the copy out (64 bytes per step) are
  * masked loads and stores: no scalar edges, whatever the row width.
- * Included by x86_avx512/qdepthwise.c and x86_avx512vnni/qdepthwise.c (QDW_PLANE: the name).
+ * Included by x86_avx512/qdepthwise.c (QDW_PLANE: the name).
  */
 #include "mte_qrequant_x86.h"
 
 #define LD(p) _mm512_loadu_si512((const void *)(p))
-#ifdef QDW_VNNI
-#define MAC(acc, x, w) _mm512_dpwssd_epi32(acc, x, w)
-#else
 #define MAC(acc, x, w) _mm512_add_epi32(acc, _mm512_madd_epi16(x, w))
-#endif
 
 static inline __m512i pair(int16_t lo, int16_t hi) {
   return _mm512_set1_epi32((int32_t)(((uint32_t)(uint16_t)hi << 16) | (uint16_t)lo));

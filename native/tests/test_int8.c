@@ -355,6 +355,7 @@ static void test_conv(const char *isa) {
     if (t % 5 == 0) s.pt = rnd(0, 2), s.pb = rnd(0, 2), s.pl = rnd(0, 2), s.pr = rnd(0, 2);
     if (t % 3 == 1) s.sh = rnd(1, 3), s.sw = rnd(1, 2); /* the row phases: sh != sw */
     if (t % 7 == 2) s.C = s.O = s.G = rnd(20, 70);     /* many planes, each its own channel */
+    if (t % 11 == 3) s.W = rnd(100, 200); /* rows of more than one vector at stride 2 too */
     fails += conv_case(isa, &s);
   }
   /* everything: groups, strides, dilation, padding */
