@@ -555,5 +555,3 @@ def _register_quantization():
 
 
 _register_quantization()
-
-from . import mapping_composite  # noqa: E402,F401  (registers the composite mappings)

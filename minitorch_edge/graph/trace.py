@@ -192,6 +192,7 @@ def trace(module, *example_inputs, name=None, check=True):
     ``input_0``, ``input_1``, ...), outputs ``output`` (``output_0``, ...); a module that
     returns a tuple gives a graph with several outputs. With `check`, the graph is run once
     by the reference executor and must reproduce the eager outputs."""
+    from . import mapping_composite  # noqa: F401  (registers the composite mappings into TABLE)
     from .mapping import TABLE
     if not callable(module):
         raise TypeError(f"graph.trace: expected a Module or callable, got {type(module).__name__}")
