@@ -69,6 +69,63 @@ def test_the_file_is_safetensors_with_the_graph_in_metadata(tmp_path):
     assert set(weights) == set(g.constants)
 
 
+def _header_and_data(raw):
+    n = int.from_bytes(raw[:8], "little")
+    return json.loads(raw[8:8 + n]), raw[8 + n:]
+
+
+def test_the_data_section_has_one_digest_and_a_changed_byte_is_refused(tmp_path):
+    import hashlib
+    model, x = _small()
+    path = str(tmp_path / "m.mte")
+    mte.export_model(model, x, path)
+    raw = bytearray(_bytes(path))
+    header, data = _header_and_data(bytes(raw))
+    meta = header["__metadata__"]
+    assert meta[modelfile.DATA_DIGEST_KEY] == hashlib.sha256(data).hexdigest()
+    assert "minitorch_edge.sha256" not in meta    # no per-constant digests in a model file
+    raw[-3] ^= 0x01                               # one bit of the last constant
+    bad = str(tmp_path / "bad.mte")
+    with open(bad, "wb") as f:
+        f.write(bytes(raw))
+    with pytest.raises(ModelFormatError, match="data section .* does not match the sha256"):
+        graph.load(bad)
+    assert graph.load(bad, verify=False) is not None
+    # a digest that is not 64 hex digits is a format error, not a crash
+    meta[modelfile.DATA_DIGEST_KEY] = "xyz"
+    head = json.dumps(header, separators=(",", ":")).encode()
+    head += b" " * (-len(head) % 8)
+    with open(bad, "wb") as f:
+        f.write(len(head).to_bytes(8, "little") + head + data)
+    with pytest.raises(ModelFormatError, match="must be a sha256 hex digest"):
+        graph.load(bad)
+
+
+def test_files_with_per_constant_digests_still_load_and_are_checked(tmp_path):
+    """Model files written before the data-section digest carry the weights files' per-tensor
+    map (``minitorch_edge.sha256``); they load, and a changed byte names its tensor."""
+    model, x = _small()
+    path = str(tmp_path / "m.mte")
+    g = mte.export_model(model, x, path)
+    header, data = _header_and_data(_bytes(path))
+    meta = header["__metadata__"]
+    del meta[modelfile.DATA_DIGEST_KEY]
+    from minitorch_edge.utils._format import digest
+    meta["minitorch_edge.sha256"] = json.dumps({k: digest(a) for k, a in g.constants.items()})
+    head = json.dumps(header, separators=(",", ":")).encode()
+    head += b" " * (-len(head) % 8)
+    old = str(tmp_path / "old.mte")
+    with open(old, "wb") as f:
+        f.write(len(head).to_bytes(8, "little") + head + data)
+    assert np.array_equal(graph.load(old).run(x), g.run(x))
+    damaged = bytearray(data)
+    damaged[-1] ^= 0x80
+    with open(old, "wb") as f:
+        f.write(len(head).to_bytes(8, "little") + head + bytes(damaged))
+    with pytest.raises(ModelFormatError, match="tensor .* do not match the sha256"):
+        graph.load(old)
+
+
 def test_save_is_atomic(tmp_path, monkeypatch):
     model, x = _small()
     path = str(tmp_path / "m.mte")

@@ -87,7 +87,8 @@ for path in (float_path, int8_path):
 # ## 3. What is inside a `.mte` file
 # A safetensors container: 8 bytes of header length, a JSON header naming each tensor's dtype,
 # shape and byte range, then the raw little-endian bytes. The graph itself is a JSON document
-# in the header's `__metadata__`, so any safetensors reader can open the weights.
+# in the header's `__metadata__`, so any safetensors reader can open the weights; next to it, one
+# sha256 digest of the whole data section, which `graph.load` checks.
 
 # %%
 with open(int8_path, "rb") as f:
@@ -95,7 +96,8 @@ with open(int8_path, "rb") as f:
     header = json.loads(f.read(header_len))
 meta = header.pop("__metadata__")
 doc = json.loads(meta["minitorch_edge.graph"])
-print("format version", meta["minitorch_edge.format_version"], "| kind", meta["minitorch_edge.kind"])
+print("format version", meta["minitorch_edge.format_version"], "| kind", meta["minitorch_edge.kind"],
+      "| data sha256", meta["minitorch_edge.data_sha256"][:16] + "...")
 print("inputs", doc["inputs"], "outputs", doc["outputs"], "|", len(doc["nodes"]), "nodes,",
       len(header), "tensors")
 for node in doc["nodes"][:4]:
