@@ -74,13 +74,41 @@ def test_path_uses_the_bf16_hardware_where_the_cpu_has_it():
     path = _C.half_gemm_path(BF16)
     feats = set(_C.cpu_features())
     if _C.active_isa().startswith("avx512"):
-        assert ("vdpbf16ps" in path) == ("avx512_bf16" in feats), path
+        best = ("tdpbf16ps" if "amx_bf16" in feats else
+                "vdpbf16ps" if "avx512_bf16" in feats else "widen+sgemm")
+        assert best in path, path
     if _C.active_isa().startswith("neon"):
         assert ("bfdot" in path) == ("bf16" in feats), path
     assert "widen+sgemm" in _C.half_gemm_path(F16)
     assert _C.bf16_peak_gflops(0.01) > 0
     with pytest.raises(TypeError, match="half_gemm_path"):
         _C.half_gemm_path(np.float32)
+
+
+def test_masking_amx_off_runs_the_avx512_bf16_kernel_with_the_same_results():
+    """MTE_CPU_DISABLE masks features at detection: on an AMX CPU the bf16 GEMM then runs the
+    VDPBF16PS kernel (what an AMD CPU runs); both give results within one rounding of the
+    exact sum, from the same inputs in a fresh process."""
+    import subprocess
+    import sys
+    code = ("import numpy as np, ml_dtypes; from minitorch_edge import _C\n"
+            "r = np.random.default_rng(5); bf = ml_dtypes.bfloat16\n"
+            "a = r.standard_normal((67, 300)).astype(bf); b = r.standard_normal((300, 45)).astype(bf)\n"
+            "y = _C.half_gemm(a, b, out_float32=True)\n"
+            "e = a.astype(np.float64) @ b.astype(np.float64)\n"
+            "print(_C.half_gemm_path(bf), ' '.join(_C.cpu_features()), float(np.abs(y - e).max()))\n")
+    runs = {}
+    for mask in ("", "amx_bf16,amx_int8"):
+        env = dict(os.environ, MTE_CPU_DISABLE=mask)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, timeout=120, check=True).stdout.split()
+        runs[mask] = (out[0], set(out[2:-1]), float(out[-1]))
+    assert "amx_bf16" not in runs["amx_bf16,amx_int8"][1]
+    assert "amx_int8" not in runs["amx_bf16,amx_int8"][1]
+    if "amx_bf16" in runs[""][1]:
+        assert runs[""][0] == "amx_bf16" and runs["amx_bf16,amx_int8"][0] != "amx_bf16"
+    for path, _, err in runs.values():
+        assert err < 1e-3, (path, err)        # float32 sums of 300 products of size ~1
 
 
 # ---- half_gemm over generated shapes ----------------------------------------------------------

@@ -76,6 +76,9 @@ MTE_API const char *mte_status_string(int status); /* "MTE_EINVAL: invalid argum
 #define MTE_CPU_AVX512_VNNI (1ull << 10)
 #define MTE_CPU_AVX512_BF16 (1ull << 11)
 #define MTE_CPU_AVX_VNNI (1ull << 12)
+/* AMX (Sapphire Rapids and later): tiles, with Linux's permission for their state granted */
+#define MTE_CPU_AMX_BF16 (1ull << 13)
+#define MTE_CPU_AMX_INT8 (1ull << 14)
 #define MTE_CPU_NEON (1ull << 20)
 #define MTE_CPU_ARM_DOTPROD (1ull << 21)
 #define MTE_CPU_ARM_FP16 (1ull << 22)
@@ -83,7 +86,10 @@ MTE_API const char *mte_status_string(int status); /* "MTE_EINVAL: invalid argum
 #define MTE_CPU_ARM_SVE (1ull << 24)
 #define MTE_CPU_ARM_BF16 (1ull << 25) /* FEAT_BF16: BFDOT, BFMMLA (HWCAP2_BF16) */
 
-/* Features of the CPU we run on (detected once, then cached). */
+/* Features of the CPU we run on (detected once, then cached). The environment variable
+ * MTE_CPU_DISABLE (names as mte_cpu_feature_name gives, comma-separated, e.g.
+ * "amx_bf16,amx_int8") masks features off, to run and test the kernels a CPU without them
+ * would run. */
 MTE_API uint64_t mte_cpu_features(void);
 /* The same as space-separated lower-case names, e.g. "sse2 sse4.1 avx avx2 fma ...". */
 MTE_API const char *mte_cpu_features_string(void);

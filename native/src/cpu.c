@@ -17,6 +17,7 @@
  * reads its family's column from that one row, so switching the ISA switches them all.
  */
 #define _POSIX_C_SOURCE 200809L /* pthread_once */
+#define _DEFAULT_SOURCE         /* syscall (the AMX permission) */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -37,6 +38,10 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
+#if defined(__x86_64__) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #if defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
 #endif
@@ -47,7 +52,7 @@ static const char *const k_feature_names[64] = {
     [0] = "sse2",         [1] = "sse4.1",       [2] = "avx",          [3] = "avx2",
     [4] = "fma",          [5] = "f16c",         [6] = "avx512f",      [7] = "avx512bw",
     [8] = "avx512dq",     [9] = "avx512vl",     [10] = "avx512_vnni", [11] = "avx512_bf16",
-    [12] = "avx_vnni",    [20] = "neon",        [21] = "asimddp",     [22] = "fp16",
+    [12] = "avx_vnni",    [13] = "amx_bf16",    [14] = "amx_int8",    [20] = "neon",        [21] = "asimddp",     [22] = "fp16",
     [23] = "i8mm",        [24] = "sve",          [25] = "bf16",
 };
 
@@ -61,6 +66,15 @@ static uint64_t xgetbv0(void) {
   uint32_t eax, edx;
   __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
   return ((uint64_t)edx << 32) | eax;
+}
+
+/* Linux: ask once for the AMX tile data state (XFEATURE_XTILEDATA, 18); elsewhere: no AMX */
+static int amx_permitted(void) {
+#if defined(__x86_64__) && defined(__linux__) && defined(SYS_arch_prctl)
+  return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18) == 0;
+#else
+  return 0;
+#endif
 }
 
 static uint64_t detect_features(void) {
@@ -95,9 +109,17 @@ static uint64_t detect_features(void) {
     if (ebx7 & (1u << 31)) f |= MTE_CPU_AVX512VL;
     if (ecx7 & (1u << 11)) f |= MTE_CPU_AVX512_VNNI;
   }
+  const unsigned int edx7 = d;
   __cpuid_count(7, 1, a, b, c, d);
   if (a & (1u << 4)) f |= MTE_CPU_AVX_VNNI;
   if (os_avx512 && (a & (1u << 5))) f |= MTE_CPU_AVX512_BF16;
+  /* AMX: AMX-TILE (edx bit 24) with AMX-BF16 (22) / AMX-INT8 (25), the OS saving the tile
+   * state (XCR0 bits 17, 18), and, on Linux, the process allowed to use it: the tile data
+   * is 8 KiB of signal-frame state that a process must ask for (ARCH_REQ_XCOMP_PERM). */
+  if (os_avx512 && (edx7 & (1u << 24)) && (xgetbv0() & 0x60000) == 0x60000 && amx_permitted()) {
+    if (edx7 & (1u << 22)) f |= MTE_CPU_AMX_BF16;
+    if (edx7 & (1u << 25)) f |= MTE_CPU_AMX_INT8;
+  }
   return f;
 }
 #elif defined(__aarch64__)
@@ -120,10 +142,26 @@ static uint64_t detect_features(void) { return 0; }
 static atomic_int g_features_ready = 0;
 static _Atomic uint64_t g_features = 0;
 
+/* the features named in MTE_CPU_DISABLE (comma-separated), to mask off */
+static uint64_t disabled_features(void) {
+  const char *env = getenv("MTE_CPU_DISABLE");
+  uint64_t off = 0;
+  while (env && *env) {
+    const char *end = strchr(env, ',');
+    const size_t n = end ? (size_t)(end - env) : strlen(env);
+    for (int bit = 0; bit < 64; ++bit)
+      if (k_feature_names[bit] && strlen(k_feature_names[bit]) == n &&
+          strncmp(k_feature_names[bit], env, n) == 0)
+        off |= 1ull << bit;
+    env = end ? end + 1 : NULL;
+  }
+  return off;
+}
+
 uint64_t mte_cpu_features(void) {
   /* Detection is idempotent, so two threads racing here just compute the same value. */
   if (!atomic_load_explicit(&g_features_ready, memory_order_acquire)) {
-    atomic_store(&g_features, detect_features());
+    atomic_store(&g_features, detect_features() & ~disabled_features());
     atomic_store_explicit(&g_features_ready, 1, memory_order_release);
   }
   return atomic_load(&g_features);

@@ -136,39 +136,49 @@ static void pack_b_widen(const mte_sgemm_kernel *sk, mte_half_widen_fn widen, in
 
 /* ---------------------------------------------------------------- packing: pairs */
 
-/* op(A) rows as MR-tall panels of k pairs: dst[t*mr*kq + q*mr + r] holds k = p0+2q and
- * p0+2q+1 of row i0+ir+r (kq = ceil(kc/2); an odd kc's last pair and rows past `rows`
- * are zero-padded) */
-static void pack_a_pairs(int mr, int64_t rows, int64_t kc, const uint16_t *A, int64_t lda,
-                         int trans, int64_t i0, int64_t p0, uint32_t *MTE_RESTRICT out) {
+/* op(A) rows as MR-tall panels of k pairs: dst[t*mr*kqp + q*mr + r] (or, `rows_major`,
+ * dst[t*mr*kqp + r*kqp + q]: AMX's tile rows) holds k = p0+2q and p0+2q+1 of row i0+ir+r
+ * (kq = ceil(kc/2) pairs, padded to kqp; an odd kc's last pair, the pairs past kq and the
+ * rows past `rows` are zero) */
+static void pack_a_pairs(int mr, int rows_major, int64_t rows, int64_t kc, int64_t kqp,
+                         const uint16_t *A, int64_t lda, int trans, int64_t i0, int64_t p0,
+                         uint32_t *MTE_RESTRICT out) {
   const int64_t kq = ceil_div(kc, 2), even = kc / 2;
+  /* word (q, r) of a panel */
+  const int64_t sq = rows_major ? 1 : mr, sr = rows_major ? kqp : 1;
   for (int64_t ir = 0; ir < rows; ir += mr) {
     const int64_t m = min64(mr, rows - ir);
-    uint32_t *dst = out + ir * kq;
+    uint32_t *dst = out + ir * kqp;
     if (trans) { /* op(A)[i][p] = A[p*lda + i]: two k rows interleaved */
       for (int64_t q = 0; q < kq; ++q) {
         const uint16_t *lo = A + (p0 + 2 * q) * lda + i0 + ir;
         const uint16_t *hi = q < even ? lo + lda : NULL;
-        uint32_t *d = dst + q * mr;
-        for (int64_t r = 0; r < m; ++r) d[r] = make_pair(lo[r], hi ? hi[r] : 0);
-        for (int64_t r = m; r < mr; ++r) d[r] = 0;
+        for (int64_t r = 0; r < m; ++r) dst[q * sq + r * sr] = make_pair(lo[r], hi ? hi[r] : 0);
       }
     } else { /* a row along k is already a run of pairs */
       for (int64_t r = 0; r < m; ++r) {
         const uint16_t *src = A + (i0 + ir + r) * lda + p0;
-        for (int64_t q = 0; q < even; ++q) dst[q * mr + r] = load_pair(src + 2 * q);
-        if (even < kq) dst[even * mr + r] = src[kc - 1];
+        if (rows_major)
+          memcpy(dst + r * kqp, src, (size_t)even * 4);
+        else
+          for (int64_t q = 0; q < even; ++q) dst[q * mr + r] = load_pair(src + 2 * q);
+        if (even < kq) dst[even * sq + r * sr] = src[kc - 1];
       }
-      for (int64_t r = m; r < mr; ++r)
-        for (int64_t q = 0; q < kq; ++q) dst[q * mr + r] = 0;
     }
+    for (int64_t r = m; r < mr; ++r) /* the rows past `rows` */
+      for (int64_t q = 0; q < kqp; ++q) dst[q * sq + r * sr] = 0;
+    for (int64_t q = kq; q < kqp; ++q) /* the padding pairs */
+      for (int64_t r = 0; r < m; ++r) dst[q * sq + r * sr] = 0;
   }
 }
 
-/* op(B) columns [j, j+cols) as one NR-wide panel of k pairs: dst[q*nr + c] */
-static void pack_b_pairs(int nr, int64_t cols, int64_t kc, const uint16_t *B, int64_t ldb,
-                         int trans, int64_t j, int64_t p0, uint32_t *MTE_RESTRICT dst) {
+/* op(B) columns [j, j+cols) as one NR-wide panel of k pairs: dst[q*nr + c], rows q past
+ * ceil(kc/2) up to kqp zero */
+static void pack_b_pairs(int nr, int64_t cols, int64_t kc, int64_t kqp, const uint16_t *B,
+                         int64_t ldb, int trans, int64_t j, int64_t p0,
+                         uint32_t *MTE_RESTRICT dst) {
   const int64_t kq = ceil_div(kc, 2), even = kc / 2;
+  memset(dst + kq * nr, 0, (size_t)((kqp - kq) * nr) * 4);
   if (!trans) { /* two rows of B interleaved */
     for (int64_t q = 0; q < kq; ++q) {
       const uint16_t *lo = B + (p0 + 2 * q) * ldb + j;
@@ -209,6 +219,7 @@ typedef struct half_plan {
   const mte_bf16_kernel *bk;
   const mte_sgemm_kernel *sk;
   int pairs;              /* 1: bk->dot on pair panels; 0: widen + sk->ukernel */
+  int kq_align;           /* pairs per panel row rounded up to this (1: none) */
   mte_half_widen_fn widen;
   int mr, nr;
   int64_t kc, nc, mc, m_blocks, n_split;
@@ -250,14 +261,17 @@ static void make_plan(const half_args *g, half_plan *pl) {
   }
   pl->n_split = pl->m_blocks >= nt ? 1 : ceil_div(nt, pl->m_blocks);
   pl->nthreads = nt;
-  pl->bpack_words = (size_t)pl->kc * (size_t)round_up(pl->nc, nr);
-  pl->apack_words = (size_t)pl->kc * (size_t)pl->mc;
+  pl->kq_align = pl->pairs && bk->kq_align > 1 ? bk->kq_align : 1;
+  /* words per panel row: kc floats, or kc/2 pairs rounded up to kq_align */
+  const int64_t kw = pl->pairs ? round_up(pl->kc / 2, pl->kq_align) : pl->kc;
+  pl->bpack_words = (size_t)kw * (size_t)round_up(pl->nc, nr);
+  pl->apack_words = (size_t)kw * (size_t)pl->mc;
 }
 
 /* the tile at c (rows x cols valid) of C += packed a @ packed b, beta for this slice */
 static void tile(const half_plan *pl, int64_t kc, const void *a, const void *b, float *c,
                  int64_t ldc, int64_t rows, int64_t cols, float alpha, float beta) {
-  const int64_t kq = ceil_div(kc, 2);
+  const int64_t kq = round_up(ceil_div(kc, 2), pl->kq_align);
   if (rows == pl->mr && cols == pl->nr) {
     if (pl->pairs)
       pl->bk->dot(kq, (const uint32_t *)a, (const uint32_t *)b, c, ldc, alpha, beta);
@@ -298,8 +312,8 @@ static void run_gemm(const half_args *g, const half_plan *pl, uint32_t *bpack,
       const int64_t nc = min64(pl->nc, N - jc), n_panels = ceil_div(nc, nr);
       for (int64_t pc = 0; pc < K; pc += pl->kc) {
         const int64_t kc = min64(pl->kc, K - pc);
-        /* words per panel row: kc floats, or ceil(kc/2) pairs */
-        const int64_t kw = pl->pairs ? ceil_div(kc, 2) : kc;
+        /* words per panel row: kc floats, or ceil(kc/2) pairs rounded up to kq_align */
+        const int64_t kw = pl->pairs ? round_up(ceil_div(kc, 2), pl->kq_align) : kc;
         const float beta = pc == 0 ? g->beta : 1.0f;
 #ifdef _OPENMP
 #pragma omp for schedule(static)
@@ -308,7 +322,7 @@ static void run_gemm(const half_args *g, const half_plan *pl, uint32_t *bpack,
           const int64_t cols = min64(nr, nc - q * nr);
           uint32_t *dst = bpack + q * nr * kw;
           if (pl->pairs)
-            pack_b_pairs((int)nr, cols, kc, g->B, g->ldb, g->trans_b, jc + q * nr, pc, dst);
+            pack_b_pairs((int)nr, cols, kc, kw, g->B, g->ldb, g->trans_b, jc + q * nr, pc, dst);
           else
             pack_b_widen(pl->sk, pl->widen, (int)nr, cols, kc, g->B, g->ldb, g->trans_b, jc + q * nr,
                          pc, (float *)dst);
@@ -322,7 +336,8 @@ static void run_gemm(const half_args *g, const half_plan *pl, uint32_t *bpack,
           const int64_t mc = min64(pl->mc, M - ic);
           if (ic != packed_ic) {
             if (pl->pairs)
-              pack_a_pairs((int)mr, mc, kc, g->A, g->lda, g->trans_a, ic, pc, apack);
+              pack_a_pairs((int)mr, pl->bk->a_rows, mc, kc, kw, g->A, g->lda, g->trans_a, ic, pc,
+                           apack);
             else
               pack_a_widen(pl->sk, pl->widen, (int)mr, mc, kc, g->A, g->lda, g->trans_a, ic, pc,
                            (float *)apack);

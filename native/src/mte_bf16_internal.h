@@ -21,7 +21,8 @@
 /* Pair-dot microkernel: for a full MR x NR tile,
  *     C[i*ldc + j] = alpha * sum_q dot2(a[q*MR + i], b[q*NR + j])  (+ beta * C[i*ldc + j])
  * where each uint32 holds two bf16 (k = 2q in the low half, 2q+1 in the high half) and
- * dot2 multiplies them pairwise in float32 and adds both products. kq >= 1 pairs.
+ * dot2 multiplies them pairwise in float32 and adds both products. kq >= 1 pairs (a
+ * multiple of the descriptor's kq_align; with a_rows, a is a[i*kq + q] instead).
  * beta == 0: C is written without being read. a, b 64-byte aligned. */
 typedef void (*mte_bf16_dot_fn)(int64_t kq, const uint32_t *MTE_RESTRICT a,
                                 const uint32_t *MTE_RESTRICT b, float *MTE_RESTRICT c,
@@ -43,6 +44,10 @@ typedef struct mte_bf16_kernel {
   /* optional: the bf16 pair-dot microkernel (NULL: bf16 takes the widening path too) */
   mte_bf16_dot_fn dot;
   int mr, nr;          /* its register tile */
+  /* the pair panels' layout for `dot`: 0: A as gemm.c's (a[q*MR + i]); 1: A row-major
+   * (a[i*kqp + q], AMX's tile rows). Both: kqp = kq rounded up to kq_align (0 or 1: no
+   * rounding), the padding pairs zero in A and B */
+  int a_rows, kq_align;
   int mc, kc, nc;      /* its cache blocks (kc in k values, even) */
   mte_fma_peak_fn dot_peak; /* its register-only loop: flops done in `rounds` rounds */
 } mte_bf16_kernel;

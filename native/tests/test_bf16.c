@@ -305,7 +305,10 @@ static void test_paths(const char *isa) {
   CHECK(mte_half_gemm_path(MTE_DT_F32) == NULL && mte_half_gemm_path(7) == NULL, "bad dtype");
   const uint64_t f = mte_cpu_features();
   if (strcmp(isa, "avx512") == 0 || strcmp(isa, "avx512vnni") == 0)
-    CHECK(strstr(bf, (f & MTE_CPU_AVX512_BF16) ? "vdpbf16ps" : "widen") != NULL, "%s", bf);
+    CHECK(strstr(bf, (f & MTE_CPU_AMX_BF16)      ? "tdpbf16ps"
+                     : (f & MTE_CPU_AVX512_BF16) ? "vdpbf16ps"
+                                                 : "widen") != NULL,
+          "%s", bf);
   if (strcmp(isa, "neon") == 0 || strcmp(isa, "neondot") == 0)
     CHECK(strstr(bf, (f & MTE_CPU_ARM_BF16) ? "bfdot" : "widen") != NULL, "%s", bf);
   if (strcmp(isa, "generic") == 0 || strcmp(isa, "avx2") == 0)
