@@ -75,6 +75,50 @@ def test_qconv2d_equals_twin(c):
 
 
 @SETTINGS
+@given(st.integers(1, 2), st.integers(128, 400), st.integers(1, 70), st.integers(1, 8),
+       st.integers(1, 45), st.sampled_from([1, 3]), st.booleans(), st.integers(0, 2 ** 16))
+def test_long_reductions_equal_twin(n, k, o, h, w, ksize, fast, seed):
+    """K >= 128: where the CPU has AMX-INT8, the AMX kernel's 32 x 32 tiles (k padded to 64
+    quads, weights row-major), output channels and pixels around its tile edges."""
+    rng = np.random.default_rng(seed)
+    c = k if ksize == 1 else max(15, k // 9)
+    x = i8(rng, (n, c, h, w))
+    wt = i8(rng, (o, c, ksize, ksize), -127)
+    bias, m, shift = channel_params(rng, o)
+    if fast:                                # the kernels' fast channels: shifts -1 .. -23
+        shift = rng.integers(-14, -1, o).astype(np.int32)
+    p = ksize // 2
+    args = (x, int(rng.integers(-128, 128)), wt, bias, m, shift, int(rng.integers(-128, 128)),
+            -128, 127, (1, 1), (p, p, p, p), (1, 1), 1)
+    same_on_every_isa(lambda: nat.qconv2d(*args), lambda: ref.qconv2d(*args))
+    lin = (i8(rng, (n * h, k)), args[1], i8(rng, (o, k), -127), bias, m, shift,
+           args[6], -128, 127)
+    same_on_every_isa(lambda: nat.qlinear(*lin), lambda: ref.qlinear(*lin))
+
+
+def test_int8_with_amx_masked_off_gives_the_same_bytes():
+    """MTE_CPU_DISABLE=amx_int8 (what a CPU without AMX runs): the same bytes as the default
+    kernels, from the same inputs in a fresh process, on a long reduction."""
+    import os
+    import subprocess
+    import sys
+    code = ("import numpy as np, hashlib; from minitorch_edge.backend import native_int8 as q\n"
+            "r = np.random.default_rng(2)\n"
+            "x = r.integers(-128, 128, (1, 96, 9, 13), dtype=np.int8)\n"
+            "w = r.integers(-127, 128, (45, 96, 3, 3), dtype=np.int8)\n"
+            "b = r.integers(-9999, 9999, 45).astype(np.int32)\n"
+            "m = np.full(45, 1 << 30, np.int32); s = np.full(45, -9, np.int32)\n"
+            "y = q.qconv2d(x, 3, w, b, m, s, -5, -128, 127, (1, 1), (1, 1, 1, 1), (1, 1), 1)\n"
+            "print(hashlib.sha256(y.tobytes()).hexdigest())\n")
+    digests = set()
+    for mask in ("", "amx_int8"):
+        env = dict(os.environ, MTE_CPU_DISABLE=mask)
+        digests.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                                   text=True, timeout=120, check=True).stdout.strip())
+    assert len(digests) == 1
+
+
+@SETTINGS
 @given(st.integers(1, 6), st.integers(1, 20), st.integers(1, 70), st.integers(1, 2),
        st.integers(0, 1), st.integers(0, 2 ** 16))
 def test_depthwise3x3_equals_twin(c, h, wd, stride, pad, seed):

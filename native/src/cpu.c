@@ -210,7 +210,7 @@ static const mte_isa k_isas[] = {
      .needs = MTE_CPU_AVX512F | MTE_CPU_AVX512BW | MTE_CPU_AVX512DQ | MTE_CPU_AVX512VL |
               MTE_CPU_FMA | MTE_CPU_AVX2 | MTE_CPU_AVX512_VNNI,
      .extends = "avx512",
-     .qgemm = &mte_qgemm_kernel_avx512vnni,
+     .qgemm = &mte_qgemm_kernel_amx,
      .qdepthwise = &mte_qdw_kernel_avx512vnni,
      .qelem = &mte_qelem_kernel_avx512vnni},
     {.name = "avx512",

@@ -129,8 +129,16 @@ typedef struct mte_qtile {
 
 typedef struct mte_qgemm_kernel {
   const char *isa;
+  const char *path;                    /* what runs, for mte_qgemm_path: "avx512vnni vpdpbusd" */
+  uint64_t needs;                      /* MTE_CPU_* bits beyond the row's (0: none) */
+  const struct mte_qgemm_kernel *fallback; /* taken when the CPU lacks `needs` */
   int mr, nr;
   int x_offset;                        /* 0: x packed signed; 128: x ^ 0x80 */
+  /* the weight panels' layout: 0: kg x MR x 4 bytes (a k quad of every row in turn); 1: MR
+   * rows of kg x 4 bytes (AMX's tile rows). kg is ceil(K / 4) rounded up to kg_align (0 or
+   * 1: none); the quads past K are zero in the weights and in the packed x */
+  int w_rows, kg_align;
+  int64_t min_k;                       /* reductions shorter than this take the fallback */
   void (*ukernel)(const mte_qtile *t); /* any tile, any (rs, cs) */
   double (*dot_peak)(int64_t rounds);  /* optional: int8 ops of a register-only loop */
   /* optional: 4 rows of x (r[t] + c, ^ flip) into the panels' k group at dst (panels pstride
@@ -139,7 +147,12 @@ typedef struct mte_qgemm_kernel {
                    uint8_t *dst);
 } mte_qgemm_kernel;
 
-#define MTE_QMAX_MR 16
+/* the descriptor of the active row's qgemm column that this CPU can run for a reduction of
+ * K terms (the `fallback` walk, as mte__bf16_kernel, also past kernels whose min_k > K);
+ * K = 0: the column's best, whatever K */
+MTE_HIDDEN const mte_qgemm_kernel *mte__qgemm_kernel(int64_t K);
+
+#define MTE_QMAX_MR 32
 #define MTE_QMAX_NR 64
 
 /* The requantized tile acc (MR x NR int32, row stride NR) stored through (rs, cs): the
@@ -199,7 +212,7 @@ extern const mte_qgemm_kernel mte_qgemm_kernel_generic;
 extern const mte_qdw_kernel mte_qdw_kernel_generic;
 #ifdef MTE_HAVE_X86_KERNELS
 extern const mte_qgemm_kernel mte_qgemm_kernel_avx2, mte_qgemm_kernel_avx512,
-    mte_qgemm_kernel_avx512vnni;
+    mte_qgemm_kernel_avx512vnni, mte_qgemm_kernel_amx;
 extern const mte_qdw_kernel mte_qdw_kernel_avx2, mte_qdw_kernel_avx512, mte_qdw_kernel_avx512vnni;
 #endif
 #ifdef MTE_HAVE_NEON_KERNELS

@@ -39,7 +39,7 @@ static int check(const mte_qconv2d_plan *p, const mte_conv2d_desc *d, conv_geom 
                                          d->pad_right, d->dilation_w))
     return MTE_EINVAL;
   if (p->O != g->K || p->Cg != g->Cg || p->kh != g->kh || p->kw != g->kw || p->G != g->G ||
-      p->k != mte__isa()->qgemm)
+      p->k != mte__qgemm_kernel(p->K))
     return MTE_EINVAL;
   return MTE_OK;
 }

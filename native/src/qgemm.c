@@ -28,6 +28,14 @@
 
 /* ---------------------------------------------------------------- the plan */
 
+const mte_qgemm_kernel *mte__qgemm_kernel(int64_t K) {
+  const mte_qgemm_kernel *k = mte__isa()->qgemm;
+  const uint64_t have = mte_cpu_features();
+  while (k->fallback && ((k->needs & have) != k->needs || (K > 0 && K < k->min_k)))
+    k = k->fallback;
+  return k;
+}
+
 int mte__qplan_make(int64_t O, int64_t Cg, int64_t kh, int64_t kw, int64_t G, const int8_t *w,
                     mte_qconv2d_plan **out) {
   if (!out) return MTE_EINVAL;
@@ -37,8 +45,9 @@ int mte__qplan_make(int64_t O, int64_t Cg, int64_t kh, int64_t kw, int64_t G, co
   const int64_t K = Cg * kh * kw;
   for (int64_t i = 0; i < O * K; ++i)
     if (w[i] == -128) return MTE_EINVAL;
-  const mte_qgemm_kernel *k = mte__isa()->qgemm;
-  const int64_t Og = O / G, panels = cdiv(Og, k->mr), kg = cdiv(K, 4);
+  const mte_qgemm_kernel *k = mte__qgemm_kernel(K);
+  const int64_t Og = O / G, panels = cdiv(Og, k->mr);
+  const int64_t kg = k->kg_align > 1 ? cdiv(cdiv(K, 4), k->kg_align) * k->kg_align : cdiv(K, 4);
   const int dw = Cg == 1 && Og == 1 && kh == 3 && kw == 3;
   size_t pack = (size_t)(G * panels) * (size_t)(kg * k->mr * 4);
   size_t bytes = sizeof(mte_qconv2d_plan) + 64 + mte__q_align(pack) +
@@ -54,11 +63,14 @@ int mte__qplan_make(int64_t O, int64_t Cg, int64_t kh, int64_t kw, int64_t G, co
   const int mr = k->mr;
   for (int64_t o = 0; o < O; ++o) {
     const int64_t g = o / Og, r = o % Og;
-    int8_t *panel = p->wpack + (g * panels + r / mr) * kg * mr * 4 + (r % mr) * 4;
+    int8_t *panel = p->wpack + (g * panels + r / mr) * kg * mr * 4;
     const int8_t *src = w + o * K;
     int32_t sum = 0;
     for (int64_t kk = 0; kk < K; ++kk) {
-      panel[(kk / 4) * mr * 4 + kk % 4] = src[kk];
+      if (k->w_rows)
+        panel[(r % mr) * kg * 4 + kk] = src[kk];
+      else
+        panel[(kk / 4) * mr * 4 + (r % mr) * 4 + kk % 4] = src[kk];
       sum += src[kk];
     }
     p->wsum[o] = sum;
@@ -221,7 +233,7 @@ int mte_qlinear(int64_t rows, int64_t K, int64_t M, const int8_t *x, int32_t x_z
   if (rows == 0 || M == 0) return MTE_OK;
   if (!x || !y || (!w && !plan) || overlap(x, (size_t)(rows * K), y, (size_t)(rows * M)))
     return MTE_EINVAL;
-  if (plan && (plan->O != M || plan->K != K || plan->G != 1 || plan->k != mte__isa()->qgemm))
+  if (plan && (plan->O != M || plan->K != K || plan->G != 1 || plan->k != mte__qgemm_kernel(K)))
     return MTE_EINVAL;
   mte_qconv2d_plan *own = NULL;
   if (!plan) {

@@ -229,7 +229,7 @@ static double now(void) {
 double mte_peak_gops_int8(double seconds) {
   if (!(seconds > 0.0)) seconds = 0.1;
   if (seconds > 10.0) seconds = 10.0;
-  const mte_qgemm_kernel *k = mte__isa()->qgemm;
+  const mte_qgemm_kernel *k = mte__qgemm_kernel(0);
   if (!k->dot_peak) return 0.0;
   double best = 0.0, spent = 0.0;
   int64_t rounds = 1 << 14;

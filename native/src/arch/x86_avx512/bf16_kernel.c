@@ -19,15 +19,14 @@
  * 32 x 32: four accumulator tiles, two A and two B tiles (8 tile registers). A's panel is
  * row-major along k (a tile row is 16 consecutive pairs of one row of A) and k is padded to
  * 16 pairs (a_rows, kq_align); B's panel is the pair layout above, a tile being 16 of its
- * 32 columns (64 of each 128-byte row). The tile configuration is loaded at every call: it
- * is per thread, and another library in the process (oneDNN in PyTorch, say) may change or
- * release it between our calls.
+ * 32 columns (64 of each 128-byte row). The tile configuration: mte_amx_x86.h.
  */
 #include "../../mte_bf16_internal.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
-#include <string.h>
+
+#include "../../mte_amx_x86.h"
 
 #ifndef MTE_BF16_AVX512_MR
 #define MTE_BF16_AVX512_MR 8
@@ -153,27 +152,11 @@ _Static_assert(MR * NR <= MTE_MAX_TILE, "edge tile buffer in gemm_bf16.c too sma
 #define AMX_NR 32
 #define AMX_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,amx-tile,amx-bf16")))
 
-/* palette 1; tiles 0-3 the C quadrants (16 rows x 64 bytes), 4-5 A (rows 0-15 and 16-31:
- * 16 rows x 16 pairs), 6-7 B (columns 0-15 and 16-31: 16 pair rows x 16 columns) */
-typedef struct amx_config {
-  uint8_t palette, start_row, reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-} amx_config;
-
-AMX_TARGET static void amx_configure(void) {
-  amx_config cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.palette = 1;
-  for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
-  _tile_loadconfig(&cfg);
-}
-
 /* the 32 x 32 tile of pair panels (mte_bf16_dot_fn with a_rows, kq a multiple of 16) */
 AMX_TARGET static void amx_dot(int64_t kq, const uint32_t *MTE_RESTRICT a,
                                const uint32_t *MTE_RESTRICT b, float *MTE_RESTRICT c,
                                int64_t ldc, float alpha, float beta) {
-  amx_configure();
+  mte__amx_configure();
   const int direct = alpha == 1.0f && (beta == 0.0f || beta == 1.0f);
   float t[AMX_MR * AMX_NR] __attribute__((aligned(64)));
   float *out = direct ? c : t;
@@ -217,7 +200,7 @@ AMX_TARGET static void amx_dot(int64_t kq, const uint32_t *MTE_RESTRICT a,
 
 /* four independent TDPBF16PS on tiles loaded once: the AMX bf16 arithmetic ceiling */
 AMX_TARGET static double amx_peak(int64_t rounds) {
-  amx_configure();
+  mte__amx_configure();
   uint32_t ones[16 * 16] __attribute__((aligned(64)));
   for (int i = 0; i < 16 * 16; ++i) ones[i] = 0x38d138d1u; /* (1e-4, 1e-4) */
   _tile_loadd(4, ones, 64);
