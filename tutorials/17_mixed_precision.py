@@ -181,6 +181,27 @@ for name, (g, zeros) in {"float16, no scaler": gradient(mte.float16),
 # gradient feels most: bfloat16 trades precision, float16 range.
 
 # %% [markdown]
+# ## 5. Which hardware multiplies the bfloat16
+# Whether bfloat16 is faster depends on the CPU, and the native library picks the kernel at run
+# time: AMX tiles (Sapphire Rapids and later Xeons: TDPBF16PS, 8192 multiply-adds per
+# instruction), else AVX512-BF16 (VDPBF16PS: twice float32's FMA on AMD Zen 4/5, but only
+# half of it on a Xeon, where one port runs it), else widening to float32 inside the packing
+# (the memory savings without the speed). The peak loop of the chosen kernel says which is
+# which on this machine.
+
+# %%
+try:
+    from minitorch_edge import _C
+except ImportError:
+    _C = None
+if _C is not None:
+    print("bf16 GEMM path:", _C.half_gemm_path(ml_dtypes.bfloat16))
+    print(f"peaks (one core): bf16 {_C.bf16_peak_gflops(0.02):.0f} GFLOP/s, "
+          f"float32 {_C.peak_gflops(0.02):.0f} GFLOP/s")
+else:
+    print("the native library is not built: bfloat16 runs as float32 in numpy")
+
+# %% [markdown]
 # ## The pictures (saved when matplotlib is installed)
 # Left: the gap between neighbouring representable values (the ulp) against the value: the
 # three formats are parallel lines, float16's stopping short at both ends. Right: the loss
