@@ -173,12 +173,20 @@ static void pack_a_pairs(int mr, int rows_major, int64_t rows, int64_t kc, int64
 }
 
 /* op(B) columns [j, j+cols) as one NR-wide panel of k pairs: dst[q*nr + c], rows q past
- * ceil(kc/2) up to kqp zero */
-static void pack_b_pairs(int nr, int64_t cols, int64_t kc, int64_t kqp, const uint16_t *B,
-                         int64_t ldb, int trans, int64_t j, int64_t p0,
-                         uint32_t *MTE_RESTRICT dst) {
+ * ceil(kc/2) up to kqp zero. Transposed with whole pairs (kc, ldb even, B 4-aligned), a
+ * pair is one 32-bit element: the float32 kernel's transposing packer (register transposes:
+ * it only moves bits) packs it, as for a Linear's W^T in float32. */
+static void pack_b_pairs(const mte_sgemm_kernel *sk, int nr, int64_t cols, int64_t kc,
+                         int64_t kqp, const uint16_t *B, int64_t ldb, int trans, int64_t j,
+                         int64_t p0, uint32_t *MTE_RESTRICT dst) {
   const int64_t kq = ceil_div(kc, 2), even = kc / 2;
   memset(dst + kq * nr, 0, (size_t)((kqp - kq) * nr) * 4);
+  if (trans && sk->pack_b_trans && kc % 2 == 0 && ldb % 2 == 0 && p0 % 2 == 0 &&
+      (uintptr_t)B % 4 == 0) {
+    sk->pack_b_trans(nr, cols, kq, (const float *)(const void *)B, ldb / 2, j, p0 / 2,
+                     (float *)(void *)dst);
+    return;
+  }
   if (!trans) { /* two rows of B interleaved */
     for (int64_t q = 0; q < kq; ++q) {
       const uint16_t *lo = B + (p0 + 2 * q) * ldb + j;
@@ -322,7 +330,7 @@ static void run_gemm(const half_args *g, const half_plan *pl, uint32_t *bpack,
           const int64_t cols = min64(nr, nc - q * nr);
           uint32_t *dst = bpack + q * nr * kw;
           if (pl->pairs)
-            pack_b_pairs((int)nr, cols, kc, kw, g->B, g->ldb, g->trans_b, jc + q * nr, pc, dst);
+            pack_b_pairs(pl->sk, (int)nr, cols, kc, kw, g->B, g->ldb, g->trans_b, jc + q * nr, pc, dst);
           else
             pack_b_widen(pl->sk, pl->widen, (int)nr, cols, kc, g->B, g->ldb, g->trans_b, jc + q * nr,
                          pc, (float *)dst);
