@@ -60,7 +60,8 @@ class State:
     dtype = None          # set to bfloat16 on first use (dtypes imports lazily)
     cache_enabled = True
     nesting = 0           # entered autocast contexts (enabled or not); the cache dies at 0
-    cache = {}            # id(fp32 leaf parameter) -> (parameter, its cast)
+    cache = {}            # id(fp32 leaf parameter) -> (parameter, its cast Tensor or None,
+    #                       the cast's array: fused ops such as AutocastLinear take only that)
 
 
 def clear_cache():
@@ -87,10 +88,10 @@ def _cast(t, to):
     if not cacheable:
         return t.to(to)
     hit = State.cache.get(id(t))
-    if hit is not None and hit[0] is t:
+    if hit is not None and hit[0] is t and hit[1] is not None:
         return hit[1]
     cast = t.to(to)
-    State.cache[id(t)] = (t, cast)   # keeps t alive, so its id cannot be reused meanwhile
+    State.cache[id(t)] = (t, cast, cast._data)   # keeps t alive: its id cannot be reused
     return cast
 
 
@@ -159,9 +160,13 @@ def call_as(name, fn, *args, **kwargs):
     return run_with_policy(kind, fn, args, kwargs)
 
 
-def autocast_op(name):
+def autocast_op(name, fused=None):
     """Decorator: `fn` is the op PyTorch calls `name`; under autocast it casts its inputs as
-    ``POLICY[name]`` says. Outside autocast it calls `fn` after one test."""
+    ``POLICY[name]`` says. Outside autocast it calls `fn` after one test.
+
+    `fused(lower, *args, **kwargs)`, when given, is tried first under autocast (with autocast
+    off, as the op's body): an op that does the casts itself (AutocastLinear), returning its
+    result, or None for a case it does not cover (then the casts and `fn` run as usual)."""
     try:
         kind = POLICY[name]
     except KeyError:
@@ -173,6 +178,15 @@ def autocast_op(name):
         def op(*args, **kwargs):
             if State.active is None:
                 return fn(*args, **kwargs)
+            if fused is not None:
+                lower = State.active
+                State.active = None
+                try:
+                    out = fused(lower, *args, **kwargs)
+                finally:
+                    State.active = lower
+                if out is not None:
+                    return out
             return run_with_policy(kind, fn, args, kwargs)
         op.autocast_policy = (name, kind)
         return op

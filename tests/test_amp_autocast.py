@@ -229,19 +229,44 @@ def test_nesting_enabled_false_and_decorator():
 
 def test_the_cast_of_a_parameter_is_cached_within_a_region():
     mk = _maker(mte)
-    x, w = mk(3, 4), mk(5, 4, grad=True)
+    x, w = mk(3, 4, grad=True), mk(5, 4, grad=True)   # (dx reads the cast of w: kept)
     with mte.autocast("cpu"):
-        a, b = mF.linear(x, w), mF.linear(x, w)
-        assert a.grad_fn.next_functions[1][0] is b.grad_fn.next_functions[1][0]
+        a, b = mF.linear(x, w), mF.linear(x, w)       # AutocastLinear: the cast inside
+        assert a.grad_fn.name() == "AutocastLinearBackward0"
+        assert a.grad_fn.wh is b.grad_fn.wh           # one cast of w for both
         assert len(_autocast.State.cache) == 1
+        assert _autocast.State.cache[id(w)][2].dtype == mte.bfloat16.np
         (a + b).sum().backward()
     assert not _autocast.State.cache          # the outermost exit drops it
-    np.testing.assert_allclose(w.grad.numpy(), 2 * x.numpy().sum(0)[None].repeat(5, 0),
+    np.testing.assert_allclose(w.grad.numpy(), 2 * x.detach().numpy().sum(0)[None].repeat(5, 0),
                                rtol=2e-2, atol=2e-2)
     with mte.autocast("cpu", cache_enabled=False):
         a, b = mF.linear(x, w), mF.linear(x, w)
-        assert a.grad_fn.next_functions[1][0] is not b.grad_fn.next_functions[1][0]
+        assert a.grad_fn.wh is not None and a.grad_fn.wh is not b.grad_fn.wh
         assert not _autocast.State.cache
+
+
+def test_the_cache_serves_ops_that_cast_as_tensors_too():
+    """A parameter first cast by AutocastLinear (an array in the cache) and then used by ops
+    that cast it as a Tensor (matmul; a 1-D weight's linear) gets a differentiable cast, made
+    once per region; every gradient reaches it, as in torch."""
+    grads = []
+    for L, F in ((torch, tF), (mte, mF)):
+        mk = _maker(L)
+        x, w, v = mk(3, 4), mk(5, 4, grad=True), mk(4, grad=True)
+        with L.autocast("cpu"):
+            a = F.linear(x, w)
+            b, c = L.matmul(a, w), F.linear(x, v)
+            d = F.linear(x, v)
+            if L is mte:
+                assert c.grad_fn.next_functions[1][0] is d.grad_fn.next_functions[1][0]
+                assert len(_autocast.State.cache) == 2
+            loss = a.float().sum() + b.float().pow(2).sum() + (c * d).float().sum()
+        loss.backward()
+        grads.append((w.grad, v.grad))
+    for theirs, ours in zip(*grads):
+        assert _name(ours.dtype) == _name(theirs.dtype) == "float32"
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=3e-2, atol=3e-2)
 
 
 def test_unsupported_dtype_warns_and_disables_as_torch():

@@ -134,6 +134,25 @@ def test_half_gemm_equals_its_twin_and_the_exact_sum(m, n, k, ta, tb, dt, bias_m
     assert_rounded(twin, exact, mag, k, dt)
 
 
+@settings(max_examples=30, deadline=None)
+@given(m=st.integers(1, 80), n=st.integers(1, 600), k=st.integers(1, 1100),
+       ta=st.booleans(), tb=st.booleans(), alpha_beta=st.booleans(),
+       seed=st.integers(0, 2 ** 16))
+def test_bf16_gemm_over_blocks_equals_the_exact_sum(m, n, k, ta, tb, alpha_beta, seed):
+    """Larger shapes: the path the CPU has (on AMX, the TDPBF16PS tiles: ragged 32 x 32
+    blocks, k over a 1024 slice, columns past a block, transposed operands) gives the exact sum
+    to float32 accumulation. The path without AMX is checked by `make -C native test`
+    (MTE_CPU_DISABLE) and test_masking_amx_off_... above."""
+    rng = np.random.default_rng(seed)
+    a = rand((k, m) if ta else (m, k), BF16, rng)
+    b = rand((n, k) if tb else (k, n), BF16, rng)
+    bias = rng.standard_normal(n).astype(np.float32) if alpha_beta else None
+    exact, mag = exact_gemm(a, b, ta, tb, bias)
+    got = native_gemm.half_gemm(a, b, ta, tb, bias, "col", out_float32=True)
+    assert got.dtype == np.float32 and got.shape == (m, n)
+    assert_rounded(got, exact, mag, k, BF16)
+
+
 @pytest.mark.parametrize("dt", HALVES, ids=["bf16", "fp16"])
 def test_every_isa_runs_the_same_product(dt):
     rng = np.random.default_rng(1)

@@ -216,7 +216,11 @@ def _half_linear(x, w, bias, act):
     y = _C.half_gemm(x, w, trans_b=not w_t, bias=bias, out_float32=act is not None)
     if act is None:
         return y
-    return _ref.epilogue_activation(y, act, "linear").astype(x.dtype)
+    if act == "relu":      # in place on the fresh float32 result
+        np.maximum(y, 0, out=y)
+    else:
+        y = _ref.epilogue_activation(y, act, "linear")
+    return cast(y, x.dtype)
 
 
 def cast(x, np_dtype):

@@ -36,8 +36,10 @@ may change forward) and only modules without forward hooks or pre-hooks (a hook 
 module must see its output, which the fused op never makes). ``inplace=True`` on the
 activation changes nothing: its input is the first layer's fresh output, seen by no one else.
 
-Under autocast nothing fuses here: the pair runs as its two ops, so that the Linear's policy
-casts it (the fused kernels take float32 only).
+Under autocast, Linear -> ReLU / ReLU6 is one `AutocastLinear` (autocast_linear.py: the
+casts inside the op, the activation on the GEMM's float32 sums before the one rounding, which
+gives autocast's values: relu commutes with rounding); the other pairs run as their two ops,
+so that each op's autocast policy applies.
 
 The switch: ``enabled`` below (``MTE_FUSE=0`` in the environment starts it False; assign
 ``fused.enabled = False`` to compare in one process, as bench/fused_layers.py does).
@@ -59,6 +61,7 @@ from ...tensor import Tensor
 from ..layers.activation import GELU, ReLU, ReLU6
 from ..layers.conv import Conv2d
 from ..layers.linear import Linear
+from .autocast_linear import autocast_linear
 from .linear import linear, linear_grads
 
 __all__ = ["linear_act", "can_fuse", "pair_forward"]
@@ -173,9 +176,24 @@ def linear_act(input, weight, bias=None, act=None):
     if act not in _ACT_FN:
         raise ValueError(f"linear_act: act must be one of None, {', '.join(map(repr, _ACT_FN))}"
                          f", got {act!r}")
-    out = _linear_act_fused(input, weight, bias, act) \
-        if enabled and _autocast.State.active is None else None
+    out = None
+    if enabled:
+        out = _linear_act_fused(input, weight, bias, act) if _autocast.State.active is None \
+            else _autocast_linear_act(input, weight, bias, act)
     return out if out is not None else _ACT_FN[act](linear(input, weight, bias))
+
+
+def _autocast_linear_act(x, w, b, act):
+    """act(linear(x, w, b)) under autocast as one AutocastLinear (ReLU / ReLU6), or None;
+    it runs with autocast off, as a listed op's body does."""
+    if act not in _MASKED:
+        return None
+    lower = _autocast.State.active
+    _autocast.State.active = None
+    try:
+        return autocast_linear(lower, x, w, b, act)
+    finally:
+        _autocast.State.active = lower
 
 
 # ---- Conv2d + activation (nothing recorded) -----------------------------------------------------
@@ -236,9 +254,12 @@ def pair_forward(first, second, input):
     """second(first(input)), computed as one fused op where can_fuse holds and the input is
     covered (else the two modules are called as usual)."""
     out = None
-    if can_fuse(first, second) and _autocast.State.active is None:   # autocast: as two ops
+    if can_fuse(first, second):
         act = _epilogue(second)
-        if type(first) is Linear:
+        if _autocast.State.active is not None:   # autocast: Linear + ReLU/ReLU6, else two ops
+            if type(first) is Linear:
+                out = _autocast_linear_act(input, first.weight, first.bias, act)
+        elif type(first) is Linear:
             out = _linear_act_fused(input, first.weight, first.bias, act)
         else:
             out = _conv2d_act_inference(first, input, act)

@@ -10,6 +10,9 @@ gradients of gradients, come from those ops. ``bilinear`` is composed too.
 The fused op is named after PyTorch's grad_fn of linear on a batch of vectors, AddmmBackward0
 (PyTorch runs addmm(b, x, W^T); it records MmBackward0 without a bias and ViewBackward0 for
 inputs of more than 2 dims).
+
+Under autocast, linear is one `AutocastLinear` (autocast_linear.py: the casts inside the op,
+float32 parameter gradients straight from the GEMM) where it covers the arguments.
 """
 import math
 
@@ -24,6 +27,7 @@ from ...autograd.grad_mode import _State
 from ...ops._util import shape_str
 from ...ops.linalg import matmul
 from ...tensor import Tensor
+from .autocast_linear import autocast_linear
 
 __all__ = ["linear", "bilinear"]
 
@@ -102,7 +106,7 @@ def _fusable(input, weight, bias):
                                   and bias._data.shape == weight._data.shape[:1])))
 
 
-@autocast_op("linear")
+@autocast_op("linear", fused=autocast_linear)
 def linear(input, weight, bias=None):
     """y = x W^T + b for input (*, in), weight (out, in) or (in,), bias (out,) or ().
 
