@@ -16,9 +16,9 @@ hits them alike. Models:
 
 The bf16 step is autocast("cpu", dtype=bfloat16) around forward and loss; parameters and the
 optimizer stay float32 (what ``Trainer(precision="bf16")`` runs). Its speed depends on the
-bfloat16 kernels behind matmul/linear/conv: until native bf16 GEMM lands, bfloat16 arrays are
-widened to float32 inside each op, so the bf16 step is *slower* than float32 (extra casts, no
-faster multiply); the table says which backend ran.
+bfloat16 kernels behind matmul/linear/conv (``_C.half_gemm_path``: AMX tdpbf16ps, VDPBF16PS,
+or float32 widening) and on the per-op work around them; the table says which backend and
+bf16 path ran.
 
 Accuracy: SmallCNN on the bundled Digits split (Adam 3e-3, batch 16, ``--epochs``) with
 Trainer(precision="32") and precision="bf16", test accuracy; the sort-task Transformer of
@@ -218,8 +218,13 @@ def main(argv=None):
             "backend": backend.active(),
             "kernels": {k: dispatch.get(k) for k in ("matmul", "linear", "conv2d")},
             "torch": None if torch is None else torch.__version__}
-    print(f"backend {info['backend']}, kernels {info['kernels']}; bfloat16 operands are widened "
-          f"to float32 inside each op unless a native bf16 kernel runs them")
+    try:
+        from minitorch_edge import _C
+        info["bf16_gemm"] = _C.half_gemm_path(mte.bfloat16.np)
+    except ImportError:
+        info["bf16_gemm"] = "numpy twin (float32 widening)"
+    print(f"backend {info['backend']}, kernels {info['kernels']}; bf16 GEMM: "
+          f"{info['bf16_gemm']}")
     rng = np.random.default_rng(0)
     rows = [time_case(m, args.steps, args.warmup, rng) for m in args.models.split(",")]
     print(f"training step, ms (median of {args.steps}, interleaved; threads {args.threads})")

@@ -21,6 +21,9 @@ float32 leaf parameter that requires grad is cast once per autocast region (the 
 many ops use it; the cast is the differentiable ``to(dtype)``, so its gradient comes back to
 the parameter in the parameter's own dtype. The cache is filled only while grad mode is on
 (a cast made under no_grad has no history, and reusing it later would cut the gradient).
+An op may do its casts itself (``autocast_op(name, fused=)``: linear's AutocastLinear); its
+weight casts are arrays in the same cache (an entry holds the parameter, its cast Tensor or
+None, and the cast's array), so one parameter is cast once per region whichever ops use it.
 The state is process-wide, not per thread.
 """
 import functools
