@@ -144,3 +144,20 @@ def test_numpy_backend_gives_the_native_results():
             backend.use("auto")
     for a, b in zip(*results):
         np.testing.assert_allclose(a, b, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("act", ["relu", "relu6", None])
+def test_traced_under_autocast_the_graph_computes_the_eager_result(act):
+    from minitorch_edge import graph, nn
+    mte.manual_seed(0)
+    layers = [nn.Linear(8, 16)] + ({"relu": [nn.ReLU()], "relu6": [nn.ReLU6()]}.get(act, []))
+    model = nn.Sequential(*layers, nn.Linear(16, 3)).eval()
+    x = mte.randn(2, 4, 8) * 3
+    with mte.autocast("cpu"):
+        eager = model(x)
+        g = graph.trace(model, x)
+    assert "Gemm" in [n.op for n in g.nodes]
+    got = g.run(x)                 # (the graph runner returns float32, as before this op)
+    assert eager.dtype == mte.bfloat16
+    np.testing.assert_allclose(got.detach().float().numpy(), eager.detach().float().numpy(),
+                               rtol=3e-2, atol=3e-2)

@@ -2,10 +2,11 @@
 node for, each written with the nodes the runtime has, in the order the eager op computes
 (mish = x tanh(softplus(x)), upsampling = weighted Gathers, var = ReduceMean of squares, a
 flip or roll = a Gather, adaptive max pooling over uneven cells = Slice + ReduceMax per cell
-row). Imported by trace.py next to mapping.py, into whose TABLE they register; same conventions.
+row, autocast's linear = Casts + Gemm + activation). Imported by trace.py next to mapping.py, into whose TABLE they register; same conventions.
 """
 import numpy as np
 
+from ..nn.functional.autocast_linear import AutocastLinear
 from ..nn.functional.pooling import AdaptiveMaxPool2D
 from ..nn.functional.upsampling import Resample
 from ..ops import activation, join, minmax, reduce
@@ -167,3 +168,24 @@ def _resample(b, out, x, dim, taps, in_size):
             part = b.emit("Mul", [part, b.const(np.asarray(w, dtype).reshape(bshape), "weight")])
         total = part if total is None else b.emit("Add", [total, part])
     return total
+
+
+@maps(AutocastLinear)
+def _autocast_linear(b, out, x, w, bias, lower, act):
+    """Linear under autocast as the unfused ops: x, W and b cast to the lower dtype, the Gemm
+    (the leading dims of x folded into rows), then Relu / Clip(0, 6). (The eager op adds the
+    rounded bias in float32 before its one rounding; the Gemm of the graph adds it in the lower
+    dtype, as autocast's addmm does.)"""
+    low = lower.np
+    xs = _shape(x)
+    rows = b.value(x, low)
+    if len(xs) != 2:
+        rows = b.emit("Reshape", [rows, b.ints((-1, xs[-1]))])
+    y = b.emit("Gemm", [rows, b.value(w, low), "" if bias is None else b.value(bias, low)],
+               transB=1)
+    if act == "relu":
+        y = b.emit("Relu", [y])
+    elif act == "relu6":
+        y = b.emit("Clip", [y, b.const(np.asarray(0, low), "bound"),
+                            b.const(np.asarray(6, low), "bound")])
+    return y if len(xs) == 2 else b.emit("Reshape", [y, b.ints(xs[:-1] + (w._data.shape[0],))])
