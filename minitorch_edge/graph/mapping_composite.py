@@ -2,7 +2,8 @@
 node for, each written with the nodes the runtime has, in the order the eager op computes
 (mish = x tanh(softplus(x)), upsampling = weighted Gathers, var = ReduceMean of squares, a
 flip or roll = a Gather, adaptive max pooling over uneven cells = Slice + ReduceMax per cell
-row, autocast's linear = Casts + Gemm + activation). Imported by trace.py next to mapping.py, into whose TABLE they register; same conventions.
+row, autocast's linear = Casts + Gemm + activation). Imported by trace.py next to mapping.py,
+into whose TABLE they register; same conventions.
 """
 import numpy as np
 
