@@ -35,15 +35,41 @@ AMX_INT8 static void tiles(const mte_qtile *t, int32_t *acc) {
   const size_t lda = (size_t)t->kg * 4, ldb = NR * 4;
   const int8_t *a = t->a;
   const uint8_t *b = t->b;
-  for (int64_t g = 0; g < t->kg; g += 16) {
-    _tile_loadd(4, a + 4 * g, lda);
-    _tile_loadd(5, a + 16 * lda + 4 * g, lda);
-    _tile_loadd(6, b + g * ldb, ldb);
-    _tile_loadd(7, b + g * ldb + 64, ldb);
-    _tile_dpbsud(0, 4, 6);
-    _tile_dpbsud(1, 4, 7);
-    _tile_dpbsud(2, 5, 6);
-    _tile_dpbsud(3, 5, 7);
+  /* an edge tile of at most 16 rows or columns skips the products of its empty half */
+  const int two_rows = t->rows > 16, two_cols = t->cols > 16;
+  if (two_rows && two_cols) {
+    for (int64_t g = 0; g < t->kg; g += 16) {
+      _tile_loadd(4, a + 4 * g, lda);
+      _tile_loadd(5, a + 16 * lda + 4 * g, lda);
+      _tile_loadd(6, b + g * ldb, ldb);
+      _tile_loadd(7, b + g * ldb + 64, ldb);
+      _tile_dpbsud(0, 4, 6);
+      _tile_dpbsud(1, 4, 7);
+      _tile_dpbsud(2, 5, 6);
+      _tile_dpbsud(3, 5, 7);
+    }
+  } else if (two_rows) {
+    for (int64_t g = 0; g < t->kg; g += 16) {
+      _tile_loadd(4, a + 4 * g, lda);
+      _tile_loadd(5, a + 16 * lda + 4 * g, lda);
+      _tile_loadd(6, b + g * ldb, ldb);
+      _tile_dpbsud(0, 4, 6);
+      _tile_dpbsud(2, 5, 6);
+    }
+  } else if (two_cols) {
+    for (int64_t g = 0; g < t->kg; g += 16) {
+      _tile_loadd(4, a + 4 * g, lda);
+      _tile_loadd(6, b + g * ldb, ldb);
+      _tile_loadd(7, b + g * ldb + 64, ldb);
+      _tile_dpbsud(0, 4, 6);
+      _tile_dpbsud(1, 4, 7);
+    }
+  } else {
+    for (int64_t g = 0; g < t->kg; g += 16) {
+      _tile_loadd(4, a + 4 * g, lda);
+      _tile_loadd(6, b + g * ldb, ldb);
+      _tile_dpbsud(0, 4, 6);
+    }
   }
   _tile_stored(0, acc, NR * 4);
   _tile_stored(1, acc + 16, NR * 4);
