@@ -1,6 +1,6 @@
 // half.cpp - bindings of the half-precision kernels (include/mte_bf16.h): _C.half_gemm,
 // _C.half_conv2d, _C.half_to_float32, _C.float32_to_half, _C.half_gemm_path,
-// _C.bf16_peak_gflops.
+// _C.bf16_peak_gflops, _C.set_bf16_amx.
 //
 // The arrays are numpy float16 or ml_dtypes.bfloat16 (both 2 bytes a value), C-contiguous,
 // used in place. A result has the inputs' dtype (rounded once, to nearest even) unless
@@ -192,6 +192,11 @@ void mte_bind_half(py::module_ &m) {
   m.def("half_gemm_path", &gemm_path, py::arg("dtype"),
         "What half_gemm runs now for this dtype, e.g. 'avx512_bf16 vdpbf16ps',\n"
         "'avx512 widen+sgemm'.");
+  m.def("set_bf16_amx", [](bool allowed) { return mte_set_bf16_amx(allowed) != 0; },
+        py::arg("allowed"),
+        "Allow (default) or forbid AMX (TDPBF16PS) for bf16 GEMMs where the CPU has it;\n"
+        "forbidden, they take the next path (VDPBF16PS, else widening). Returns the previous\n"
+        "setting.");
   m.def("bf16_peak_gflops", [](double seconds) {
           py::gil_scoped_release nogil;
           return mte_bf16_peak_gflops(seconds);

@@ -9,6 +9,8 @@
  * to nearest even: the same contract as PyTorch's CPU bf16/fp16 matmul.
  *
  * How it runs (one family, "bf16", of the ISA table; mte_half_gemm_path says which path):
+ *   avx512 + AMX-BF16     bf16: TDPBF16PS tiles (x86_avx512/bf16_amx.c), where the OS grants
+ *                         the tile state
  *   avx512 + AVX512_BF16  bf16: a microkernel on VDPBF16PS (pairs of k packed into 32 bits)
  *   avx512, avx2          bf16/fp16 widened to float32 inside the packing (shifts; F16C's
  *                         VCVTPH2PS), then the float32 microkernel of the ISA
@@ -62,6 +64,11 @@ MTE_API int mte_f32_to_half(int dtype, const float *src, uint16_t *dst, int64_t 
 /* The path mte_half_gemm takes now for ab_dtype, e.g. "avx512_bf16 vdpbf16ps",
  * "avx512 widen+sgemm", "neon_bf16 bfdot", "generic widen+sgemm"; NULL for a bad dtype. */
 MTE_API const char *mte_half_gemm_path(int ab_dtype);
+
+/* Whether bf16 GEMMs may run on AMX (TDPBF16PS) where the CPU and OS have it (default 1);
+ * 0 makes them take the next path (VDPBF16PS, else widening), for tests and benchmarks.
+ * Process-wide; returns the previous setting. */
+MTE_API int mte_set_bf16_amx(int allowed);
 
 /* The bf16 dot-product peak of one core in GFLOP/s (as mte_peak_gflops for float32): the
  * best rate of a register-only VDPBF16PS / BFDOT loop over about `seconds`; where the CPU

@@ -21,6 +21,7 @@
  * conv2d is im2col on the 16-bit storage (no conversion) followed by this GEMM per image.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,10 +54,17 @@ static inline uint32_t make_pair(uint16_t lo, uint16_t hi) {
 
 /* ---------------------------------------------------------------- the family */
 
+static _Atomic int g_amx_allowed = 1; /* mte_set_bf16_amx */
+
+int mte_set_bf16_amx(int allowed) {
+  return atomic_exchange(&g_amx_allowed, allowed != 0);
+}
+
 const mte_bf16_kernel *mte__bf16_kernel(void) {
   const mte_bf16_kernel *k = mte__isa()->bf16;
   const uint64_t have = mte_cpu_features();
-  while ((k->needs & have) != k->needs && k->fallback) k = k->fallback;
+  const int amx = atomic_load_explicit(&g_amx_allowed, memory_order_relaxed);
+  while (((k->needs & have) != k->needs || (k->gemm && !amx)) && k->fallback) k = k->fallback;
   return k;
 }
 
@@ -136,57 +144,39 @@ static void pack_b_widen(const mte_sgemm_kernel *sk, mte_half_widen_fn widen, in
 
 /* ---------------------------------------------------------------- packing: pairs */
 
-/* op(A) rows as MR-tall panels of k pairs: dst[t*mr*kqp + q*mr + r] (or, `rows_major`,
- * dst[t*mr*kqp + r*kqp + q]: AMX's tile rows) holds k = p0+2q and p0+2q+1 of row i0+ir+r
- * (kq = ceil(kc/2) pairs, padded to kqp; an odd kc's last pair, the pairs past kq and the
- * rows past `rows` are zero) */
-static void pack_a_pairs(int mr, int rows_major, int64_t rows, int64_t kc, int64_t kqp,
-                         const uint16_t *A, int64_t lda, int trans, int64_t i0, int64_t p0,
-                         uint32_t *MTE_RESTRICT out) {
+/* op(A) rows as MR-tall panels of k pairs: dst[t*mr*kq + q*mr + r] holds k = p0+2q and
+ * p0+2q+1 of row i0+ir+r (kq = ceil(kc/2); an odd kc's last pair and rows past `rows`
+ * are zero-padded) */
+static void pack_a_pairs(int mr, int64_t rows, int64_t kc, const uint16_t *A, int64_t lda,
+                         int trans, int64_t i0, int64_t p0, uint32_t *MTE_RESTRICT out) {
   const int64_t kq = ceil_div(kc, 2), even = kc / 2;
-  /* word (q, r) of a panel */
-  const int64_t sq = rows_major ? 1 : mr, sr = rows_major ? kqp : 1;
   for (int64_t ir = 0; ir < rows; ir += mr) {
     const int64_t m = min64(mr, rows - ir);
-    uint32_t *dst = out + ir * kqp;
+    uint32_t *dst = out + ir * kq;
     if (trans) { /* op(A)[i][p] = A[p*lda + i]: two k rows interleaved */
       for (int64_t q = 0; q < kq; ++q) {
         const uint16_t *lo = A + (p0 + 2 * q) * lda + i0 + ir;
         const uint16_t *hi = q < even ? lo + lda : NULL;
-        for (int64_t r = 0; r < m; ++r) dst[q * sq + r * sr] = make_pair(lo[r], hi ? hi[r] : 0);
+        uint32_t *d = dst + q * mr;
+        for (int64_t r = 0; r < m; ++r) d[r] = make_pair(lo[r], hi ? hi[r] : 0);
+        for (int64_t r = m; r < mr; ++r) d[r] = 0;
       }
     } else { /* a row along k is already a run of pairs */
       for (int64_t r = 0; r < m; ++r) {
         const uint16_t *src = A + (i0 + ir + r) * lda + p0;
-        if (rows_major)
-          memcpy(dst + r * kqp, src, (size_t)even * 4);
-        else
-          for (int64_t q = 0; q < even; ++q) dst[q * mr + r] = load_pair(src + 2 * q);
-        if (even < kq) dst[even * sq + r * sr] = src[kc - 1];
+        for (int64_t q = 0; q < even; ++q) dst[q * mr + r] = load_pair(src + 2 * q);
+        if (even < kq) dst[even * mr + r] = src[kc - 1];
       }
+      for (int64_t r = m; r < mr; ++r)
+        for (int64_t q = 0; q < kq; ++q) dst[q * mr + r] = 0;
     }
-    for (int64_t r = m; r < mr; ++r) /* the rows past `rows` */
-      for (int64_t q = 0; q < kqp; ++q) dst[q * sq + r * sr] = 0;
-    for (int64_t q = kq; q < kqp; ++q) /* the padding pairs */
-      for (int64_t r = 0; r < m; ++r) dst[q * sq + r * sr] = 0;
   }
 }
 
-/* op(B) columns [j, j+cols) as one NR-wide panel of k pairs: dst[q*nr + c], rows q past
- * ceil(kc/2) up to kqp zero. Transposed with whole pairs (kc, ldb even, B 4-aligned), a
- * pair is one 32-bit element: the float32 kernel's transposing packer (register transposes:
- * it only moves bits) packs it, as for a Linear's W^T in float32. */
-static void pack_b_pairs(const mte_sgemm_kernel *sk, int nr, int64_t cols, int64_t kc,
-                         int64_t kqp, const uint16_t *B, int64_t ldb, int trans, int64_t j,
-                         int64_t p0, uint32_t *MTE_RESTRICT dst) {
+/* op(B) columns [j, j+cols) as one NR-wide panel of k pairs: dst[q*nr + c] */
+static void pack_b_pairs(int nr, int64_t cols, int64_t kc, const uint16_t *B, int64_t ldb,
+                         int trans, int64_t j, int64_t p0, uint32_t *MTE_RESTRICT dst) {
   const int64_t kq = ceil_div(kc, 2), even = kc / 2;
-  memset(dst + kq * nr, 0, (size_t)((kqp - kq) * nr) * 4);
-  if (trans && sk->pack_b_trans && kc % 2 == 0 && ldb % 2 == 0 && p0 % 2 == 0 &&
-      (uintptr_t)B % 4 == 0) {
-    sk->pack_b_trans(nr, cols, kq, (const float *)(const void *)B, ldb / 2, j, p0 / 2,
-                     (float *)(void *)dst);
-    return;
-  }
   if (!trans) { /* two rows of B interleaved */
     for (int64_t q = 0; q < kq; ++q) {
       const uint16_t *lo = B + (p0 + 2 * q) * ldb + j;
@@ -227,7 +217,6 @@ typedef struct half_plan {
   const mte_bf16_kernel *bk;
   const mte_sgemm_kernel *sk;
   int pairs;              /* 1: bk->dot on pair panels; 0: widen + sk->ukernel */
-  int kq_align;           /* pairs per panel row rounded up to this (1: none) */
   mte_half_widen_fn widen;
   int mr, nr;
   int64_t kc, nc, mc, m_blocks, n_split;
@@ -269,17 +258,14 @@ static void make_plan(const half_args *g, half_plan *pl) {
   }
   pl->n_split = pl->m_blocks >= nt ? 1 : ceil_div(nt, pl->m_blocks);
   pl->nthreads = nt;
-  pl->kq_align = pl->pairs && bk->kq_align > 1 ? bk->kq_align : 1;
-  /* words per panel row: kc floats, or kc/2 pairs rounded up to kq_align */
-  const int64_t kw = pl->pairs ? round_up(pl->kc / 2, pl->kq_align) : pl->kc;
-  pl->bpack_words = (size_t)kw * (size_t)round_up(pl->nc, nr);
-  pl->apack_words = (size_t)kw * (size_t)pl->mc;
+  pl->bpack_words = (size_t)pl->kc * (size_t)round_up(pl->nc, nr);
+  pl->apack_words = (size_t)pl->kc * (size_t)pl->mc;
 }
 
 /* the tile at c (rows x cols valid) of C += packed a @ packed b, beta for this slice */
 static void tile(const half_plan *pl, int64_t kc, const void *a, const void *b, float *c,
                  int64_t ldc, int64_t rows, int64_t cols, float alpha, float beta) {
-  const int64_t kq = round_up(ceil_div(kc, 2), pl->kq_align);
+  const int64_t kq = ceil_div(kc, 2);
   if (rows == pl->mr && cols == pl->nr) {
     if (pl->pairs)
       pl->bk->dot(kq, (const uint32_t *)a, (const uint32_t *)b, c, ldc, alpha, beta);
@@ -320,8 +306,8 @@ static void run_gemm(const half_args *g, const half_plan *pl, uint32_t *bpack,
       const int64_t nc = min64(pl->nc, N - jc), n_panels = ceil_div(nc, nr);
       for (int64_t pc = 0; pc < K; pc += pl->kc) {
         const int64_t kc = min64(pl->kc, K - pc);
-        /* words per panel row: kc floats, or ceil(kc/2) pairs rounded up to kq_align */
-        const int64_t kw = pl->pairs ? round_up(ceil_div(kc, 2), pl->kq_align) : kc;
+        /* words per panel row: kc floats, or ceil(kc/2) pairs */
+        const int64_t kw = pl->pairs ? ceil_div(kc, 2) : kc;
         const float beta = pc == 0 ? g->beta : 1.0f;
 #ifdef _OPENMP
 #pragma omp for schedule(static)
@@ -330,7 +316,7 @@ static void run_gemm(const half_args *g, const half_plan *pl, uint32_t *bpack,
           const int64_t cols = min64(nr, nc - q * nr);
           uint32_t *dst = bpack + q * nr * kw;
           if (pl->pairs)
-            pack_b_pairs(pl->sk, (int)nr, cols, kc, kw, g->B, g->ldb, g->trans_b, jc + q * nr, pc, dst);
+            pack_b_pairs((int)nr, cols, kc, g->B, g->ldb, g->trans_b, jc + q * nr, pc, dst);
           else
             pack_b_widen(pl->sk, pl->widen, (int)nr, cols, kc, g->B, g->ldb, g->trans_b, jc + q * nr,
                          pc, (float *)dst);
@@ -344,8 +330,7 @@ static void run_gemm(const half_args *g, const half_plan *pl, uint32_t *bpack,
           const int64_t mc = min64(pl->mc, M - ic);
           if (ic != packed_ic) {
             if (pl->pairs)
-              pack_a_pairs((int)mr, pl->bk->a_rows, mc, kc, kw, g->A, g->lda, g->trans_a, ic, pc,
-                           apack);
+              pack_a_pairs((int)mr, mc, kc, g->A, g->lda, g->trans_a, ic, pc, apack);
             else
               pack_a_widen(pl->sk, pl->widen, (int)mr, mc, kc, g->A, g->lda, g->trans_a, ic, pc,
                            (float *)apack);
@@ -393,13 +378,19 @@ static int half_gemm(int ab_dtype, int c_dtype, int trans_a, int trans_b, int64_
   const mte_bf16_kernel *bk = mte__bf16_kernel();
   half_plan pl = {0};
   const int uses_ab = M > 0 && N > 0 && K > 0 && alpha != 0.0f;
-  if (uses_ab) make_plan(&g, &pl);
+  /* a whole-GEMM kernel (AMX) takes bf16 products; its workspace is one block */
+  const int whole = uses_ab && ab_dtype == MTE_DT_BF16 && bk->gemm != NULL;
+  int whole_threads = 1;
+  if (uses_ab && !whole) make_plan(&g, &pl);
 
   size_t scratch = 0, b_bytes = 0, a_bytes = 0, need = 0, t;
   if (half_out && !mte__mul_size((size_t)M * (size_t)N, sizeof(float), &scratch))
     return MTE_EOVERFLOW;
-  if (uses_ab && (!mte__mul_size(pl.bpack_words, 4, &b_bytes) ||
-                  !mte__mul_size(pl.apack_words, 4 * (size_t)pl.nthreads, &a_bytes)))
+  if (whole) {
+    if ((double)M * (double)N * (double)K > PARALLEL_MIN_WORK) whole_threads = mte__num_threads();
+    b_bytes = bk->gemm_workspace(M, N, K, whole_threads);
+  } else if (uses_ab && (!mte__mul_size(pl.bpack_words, 4, &b_bytes) ||
+                         !mte__mul_size(pl.apack_words, 4 * (size_t)pl.nthreads, &a_bytes)))
     return MTE_EOVERFLOW;
   const size_t parts[3] = {scratch, b_bytes, a_bytes};
   for (int i = 0; i < 3; ++i)
@@ -423,7 +414,12 @@ static int half_gemm(int ab_dtype, int c_dtype, int trans_a, int trans_b, int64_
     g.ldc = ldc;
   }
 
-  if (uses_ab) {
+  if (whole) {
+    void *ws = mte_arena_alloc(arena, b_bytes);
+    if (!ws) return MTE_ENOMEM;
+    bk->gemm(trans_a != 0, trans_b != 0, M, N, K, alpha, A, lda, B, ldb, beta, g.C, g.ldc, ws,
+             whole_threads);
+  } else if (uses_ab) {
     uint32_t *bpack = (uint32_t *)mte_arena_alloc(arena, b_bytes);
     uint32_t *apack = (uint32_t *)mte_arena_alloc(arena, a_bytes);
     if (!bpack || !apack) return MTE_ENOMEM;
@@ -559,7 +555,7 @@ int mte_f32_to_half(int dtype, const float *src, uint16_t *dst, int64_t n) {
 const char *mte_half_gemm_path(int ab_dtype) {
   if (!valid_half(ab_dtype)) return NULL;
   const mte_bf16_kernel *k = mte__bf16_kernel();
-  if (ab_dtype == MTE_DT_BF16 && k->dot) return k->path;
+  if (ab_dtype == MTE_DT_BF16 && (k->dot || k->gemm)) return k->path;
   /* the widening path runs the row's float32 microkernel */
   static _Thread_local char buf[64];
   snprintf(buf, sizeof buf, "%s widen+sgemm", mte__isa()->sgemm->isa);

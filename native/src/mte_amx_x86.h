@@ -1,8 +1,8 @@
 /*
- * mte_amx_x86.h - the AMX tile configuration the AMX microkernels share (bf16:
- * x86_avx512/bf16_kernel.c, int8: x86_avx512vnni/qgemm_amx.c).
+ * mte_amx_x86.h - the AMX tile configuration of the int8 microkernel
+ * (x86_avx512vnni/qgemm_amx.c; the bf16 GEMM, x86_avx512/bf16_amx.c, has the same layout).
  *
- * Both run a 32 x 32 output tile as four 16 x 16 accumulator tiles (0-3: rows 0-15 / 16-31
+ * It runs a 32 x 32 output tile as four 16 x 16 accumulator tiles (0-3: rows 0-15 / 16-31
  * by columns 0-15 / 16-31), two tiles of A (4, 5: rows 0-15 and 16-31, 64 bytes of k each)
  * and two of B (6, 7: 16 rows of k quads or pairs by 16 columns, 64 bytes each): palette 1,
  * every tile 16 rows of 64 bytes. The configuration is per thread and another library in the

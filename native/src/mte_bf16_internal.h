@@ -21,8 +21,7 @@
 /* Pair-dot microkernel: for a full MR x NR tile,
  *     C[i*ldc + j] = alpha * sum_q dot2(a[q*MR + i], b[q*NR + j])  (+ beta * C[i*ldc + j])
  * where each uint32 holds two bf16 (k = 2q in the low half, 2q+1 in the high half) and
- * dot2 multiplies them pairwise in float32 and adds both products. kq >= 1 pairs (a
- * multiple of the descriptor's kq_align; with a_rows, a is a[i*kq + q] instead).
+ * dot2 multiplies them pairwise in float32 and adds both products. kq >= 1 pairs.
  * beta == 0: C is written without being read. a, b 64-byte aligned. */
 typedef void (*mte_bf16_dot_fn)(int64_t kq, const uint32_t *MTE_RESTRICT a,
                                 const uint32_t *MTE_RESTRICT b, float *MTE_RESTRICT c,
@@ -32,6 +31,15 @@ typedef void (*mte_half_widen_fn)(const uint16_t *MTE_RESTRICT src, float *MTE_R
                                   int64_t n);
 typedef void (*mte_half_narrow_fn)(const float *MTE_RESTRICT src, uint16_t *MTE_RESTRICT dst,
                                    int64_t n);
+
+/* Whole-GEMM kernel (AMX: its own tiles and packing): C = alpha op(A) op(B) + beta C for a
+ * float32 C, M, N, K >= 1, using `ws` (gemm_workspace(M, N, K, nthreads) bytes) and up to
+ * `nthreads` threads. */
+typedef void (*mte_bf16_gemm_fn)(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
+                                 float alpha, const uint16_t *A, int64_t lda,
+                                 const uint16_t *B, int64_t ldb, float beta, float *C,
+                                 int64_t ldc, void *ws, int nthreads);
+typedef size_t (*mte_bf16_gemm_ws_fn)(int64_t M, int64_t N, int64_t K, int nthreads);
 
 typedef struct mte_bf16_kernel {
   const char *isa;     /* the row's ISA name ("avx512", "neon", ...) */
@@ -44,12 +52,12 @@ typedef struct mte_bf16_kernel {
   /* optional: the bf16 pair-dot microkernel (NULL: bf16 takes the widening path too) */
   mte_bf16_dot_fn dot;
   int mr, nr;          /* its register tile */
-  /* the pair panels' layout for `dot`: 0: A as gemm.c's (a[q*MR + i]); 1: A row-major
-   * (a[i*kqp + q], AMX's tile rows). Both: kqp = kq rounded up to kq_align (0 or 1: no
-   * rounding), the padding pairs zero in A and B */
-  int a_rows, kq_align;
   int mc, kc, nc;      /* its cache blocks (kc in k values, even) */
   mte_fma_peak_fn dot_peak; /* its register-only loop: flops done in `rounds` rounds */
+  /* optional: a whole bf16 GEMM that replaces gemm_bf16.c's loops (AMX); skipped, with its
+   * descriptor, while mte_set_bf16_amx(0) */
+  mte_bf16_gemm_fn gemm;
+  mte_bf16_gemm_ws_fn gemm_workspace;
 } mte_bf16_kernel;
 
 /* the descriptor of the active row's column that this CPU can run */
@@ -79,7 +87,17 @@ static inline uint16_t mte__float_to_bf16(float f) {
 
 extern const mte_bf16_kernel mte_bf16_kernel_generic;
 #ifdef MTE_HAVE_X86_KERNELS
-extern const mte_bf16_kernel mte_bf16_kernel_avx2, mte_bf16_kernel_avx512;
+extern const mte_bf16_kernel mte_bf16_kernel_avx2, mte_bf16_kernel_avx512,
+    mte_bf16_kernel_avx512_amx;
+/* the AVX-512 conversions (x86_avx512/bf16_kernel.c), shared by the AMX descriptor */
+MTE_HIDDEN void mte__bf16_to_f32_avx512(const uint16_t *MTE_RESTRICT s, float *MTE_RESTRICT d,
+                                        int64_t n);
+MTE_HIDDEN void mte__f16_to_f32_avx512(const uint16_t *MTE_RESTRICT s, float *MTE_RESTRICT d,
+                                       int64_t n);
+MTE_HIDDEN void mte__f32_to_bf16_avx512(const float *MTE_RESTRICT s, uint16_t *MTE_RESTRICT d,
+                                        int64_t n);
+MTE_HIDDEN void mte__f32_to_f16_avx512(const float *MTE_RESTRICT s, uint16_t *MTE_RESTRICT d,
+                                       int64_t n);
 #endif
 #ifdef MTE_HAVE_NEON_KERNELS
 extern const mte_bf16_kernel mte_bf16_kernel_neon;

@@ -9,7 +9,8 @@
  *                 leading dimensions, alpha/beta, bias per row and column, float32 and
  *                 half outputs) against a double-precision sum of the widened inputs
  *   conv2d        stride, padding, dilation, groups, 1x1, against a direct double loop
- *   paths         which path runs (vdpbf16ps / bfdot where the CPU has them)
+ *   paths         which path runs (tdpbf16ps / vdpbf16ps / bfdot where the CPU has them);
+ *                 with AMX, the bf16 GEMM and conv again with it switched off
  *   errors        bad dtypes, sizes, bias modes
  *
  *   test_bf16 --quick   fewer random shapes
@@ -218,6 +219,8 @@ static void test_gemm_shapes(const char *isa, int dt) {
       {3, 200, 2, 0, 0, 0, 0, 1, -2.0f, 0.0f},    {129, 17, 300, 1, 1, 0, 1, 0, 1.0f, 0.0f},
       {5, 6, 0, 0, 0, 0, 2, 0, 1.0f, 0.5f},       {5, 6, 7, 0, 0, 0, 0, 1, 0.0f, 2.0f},
       {250, 130, 96, 0, 0, 2, 0, 0, 1.0f, 0.0f},
+      {40, 1100, 70, 0, 1, 1, 1, 0, 1.0f, 1.0f},  /* N over a column block, beta 1 */
+      {96, 64, 2100, 1, 0, 0, 0, 1, 1.0f, 0.0f},  /* three k slices */
   };
   for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; ++i) check_gemm(isa, dt, fixed[i]);
   const int n = g_quick ? 6 : 25;
@@ -298,17 +301,16 @@ static void test_conv(const char *isa, int dt) {
 
 /* ---------------------------------------------------------------- paths, errors */
 
-static void test_paths(const char *isa) {
+static void test_paths(const char *isa, int amx_allowed) {
   const char *bf = mte_half_gemm_path(MTE_DT_BF16), *fp = mte_half_gemm_path(MTE_DT_F16);
   printf("  %s: bf16 %s, fp16 %s\n", isa, bf, fp);
   CHECK(bf && fp && strstr(fp, "widen+sgemm"), "paths %s / %s", bf, fp);
   CHECK(mte_half_gemm_path(MTE_DT_F32) == NULL && mte_half_gemm_path(7) == NULL, "bad dtype");
   const uint64_t f = mte_cpu_features();
   if (strcmp(isa, "avx512") == 0 || strcmp(isa, "avx512vnni") == 0)
-    CHECK(strstr(bf, (f & MTE_CPU_AMX_BF16)      ? "tdpbf16ps"
-                     : (f & MTE_CPU_AVX512_BF16) ? "vdpbf16ps"
-                                                 : "widen") != NULL,
-          "%s", bf);
+    CHECK(strstr(bf, (f & MTE_CPU_AMX_BF16) && amx_allowed ? "tdpbf16ps"
+                     : (f & MTE_CPU_AVX512_BF16)          ? "vdpbf16ps"
+                                                          : "widen") != NULL, "%s", bf);
   if (strcmp(isa, "neon") == 0 || strcmp(isa, "neondot") == 0)
     CHECK(strstr(bf, (f & MTE_CPU_ARM_BF16) ? "bfdot" : "widen") != NULL, "%s", bf);
   if (strcmp(isa, "generic") == 0 || strcmp(isa, "avx2") == 0)
@@ -347,11 +349,20 @@ int main(int argc, char **argv) {
   snprintf(isas, sizeof isas, "%s", mte_compiled_isas());
   for (char *isa = strtok(isas, " "); isa; isa = strtok(NULL, " ")) {
     if (mte_set_isa(isa) != MTE_OK) continue; /* not on this CPU */
-    test_paths(isa);
+    test_paths(isa, 1);
     for (int dt = MTE_DT_BF16; dt <= MTE_DT_F16; ++dt) {
       test_conversions(isa, dt);
       test_gemm_shapes(isa, dt);
       test_conv(isa, dt);
+    }
+    if (mte_cpu_features() & MTE_CPU_AMX_BF16) { /* the path under AMX, without it */
+      const int was = mte_set_bf16_amx(0);
+      test_paths(isa, 0);
+      const char *bf = mte_half_gemm_path(MTE_DT_BF16);
+      CHECK(strstr(bf, "tdpbf16ps") == NULL, "AMX off, still %s", bf);
+      test_gemm_shapes(isa, MTE_DT_BF16);
+      test_conv(isa, MTE_DT_BF16);
+      mte_set_bf16_amx(was);
     }
   }
   mte_set_isa("auto");

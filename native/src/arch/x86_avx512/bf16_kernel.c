@@ -12,21 +12,11 @@
  * The conversions are AVX-512F/BW for both descriptors: bf16 widening is a zero-extend and
  * a shift, fp16 is VCVTPH2PS / VCVTPS2PH (F16C's instructions at 512 bits, round to nearest
  * even), bf16 narrowing the integer round-to-nearest-even of the generic code, 16 at a time.
- *
- * AMX (Sapphire Rapids and later) comes first where the CPU has AMX-BF16: TDPBF16PS
- * multiplies a 16 x 32 tile of bf16 by a 32 x 16 tile (stored as 16 rows of 16 pairs) into
- * a 16 x 16 float32 tile, 8192 multiply-adds per instruction. The microkernel's tile is
- * 32 x 32: four accumulator tiles, two A and two B tiles (8 tile registers). A's panel is
- * row-major along k (a tile row is 16 consecutive pairs of one row of A) and k is padded to
- * 16 pairs (a_rows, kq_align); B's panel is the pair layout above, a tile being 16 of its
- * 32 columns (64 of each 128-byte row). The tile configuration: mte_amx_x86.h.
  */
 #include "../../mte_bf16_internal.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
-
-#include "../../mte_amx_x86.h"
 
 #ifndef MTE_BF16_AVX512_MR
 #define MTE_BF16_AVX512_MR 8
@@ -37,7 +27,7 @@
 
 static inline __mmask16 tail_mask(int64_t n) { return (__mmask16)((1u << n) - 1u); }
 
-static void bf16_to_f32(const uint16_t *MTE_RESTRICT s, float *MTE_RESTRICT d, int64_t n) {
+void mte__bf16_to_f32_avx512(const uint16_t *MTE_RESTRICT s, float *MTE_RESTRICT d, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     const __m512i v = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(s + i)));
@@ -50,7 +40,7 @@ static void bf16_to_f32(const uint16_t *MTE_RESTRICT s, float *MTE_RESTRICT d, i
   }
 }
 
-static void f16_to_f32(const uint16_t *MTE_RESTRICT s, float *MTE_RESTRICT d, int64_t n) {
+void mte__f16_to_f32_avx512(const uint16_t *MTE_RESTRICT s, float *MTE_RESTRICT d, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
     _mm512_storeu_ps(d + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(s + i))));
@@ -70,7 +60,7 @@ static inline __m256i narrow16_bf16(__m512 x) {
   return _mm512_cvtepi32_epi16(_mm512_srli_epi32(r, 16));
 }
 
-static void f32_to_bf16(const float *MTE_RESTRICT s, uint16_t *MTE_RESTRICT d, int64_t n) {
+void mte__f32_to_bf16_avx512(const float *MTE_RESTRICT s, uint16_t *MTE_RESTRICT d, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
     _mm256_storeu_si256((__m256i *)(d + i), narrow16_bf16(_mm512_loadu_ps(s + i)));
@@ -80,7 +70,7 @@ static void f32_to_bf16(const float *MTE_RESTRICT s, uint16_t *MTE_RESTRICT d, i
   }
 }
 
-static void f32_to_f16(const float *MTE_RESTRICT s, uint16_t *MTE_RESTRICT d, int64_t n) {
+void mte__f32_to_f16_avx512(const float *MTE_RESTRICT s, uint16_t *MTE_RESTRICT d, int64_t n) {
   const int rne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
@@ -146,105 +136,25 @@ BF16_TARGET static double dot_peak(int64_t rounds) {
 
 _Static_assert(MR * NR <= MTE_MAX_TILE, "edge tile buffer in gemm_bf16.c too small");
 
-/* ---------------------------------------------------------------- AMX */
-
-#define AMX_MR 32
-#define AMX_NR 32
-#define AMX_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,amx-tile,amx-bf16")))
-
-/* the 32 x 32 tile of pair panels (mte_bf16_dot_fn with a_rows, kq a multiple of 16) */
-AMX_TARGET static void amx_dot(int64_t kq, const uint32_t *MTE_RESTRICT a,
-                               const uint32_t *MTE_RESTRICT b, float *MTE_RESTRICT c,
-                               int64_t ldc, float alpha, float beta) {
-  mte__amx_configure();
-  const int direct = alpha == 1.0f && (beta == 0.0f || beta == 1.0f);
-  float t[AMX_MR * AMX_NR] __attribute__((aligned(64)));
-  float *out = direct ? c : t;
-  const size_t ldo = direct ? (size_t)ldc * 4 : AMX_NR * 4; /* bytes */
-  if (direct && beta == 1.0f) { /* C += A B: start from C */
-    _tile_loadd(0, out, ldo);
-    _tile_loadd(1, out + 16, ldo);
-    _tile_loadd(2, (const char *)out + 16 * ldo, ldo);
-    _tile_loadd(3, (const char *)out + 16 * ldo + 64, ldo);
-  } else {
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
-  }
-  const size_t lda = (size_t)kq * 4, ldb = AMX_NR * 4;
-  for (int64_t q = 0; q < kq; q += 16) {
-    _tile_loadd(4, a + q, lda);
-    _tile_loadd(5, a + 16 * kq + q, lda);
-    _tile_loadd(6, b + q * AMX_NR, ldb);
-    _tile_loadd(7, b + q * AMX_NR + 16, ldb);
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(1, 4, 7);
-    _tile_dpbf16ps(2, 5, 6);
-    _tile_dpbf16ps(3, 5, 7);
-  }
-  _tile_stored(0, out, ldo);
-  _tile_stored(1, out + 16, ldo);
-  _tile_stored(2, (char *)out + 16 * ldo, ldo);
-  _tile_stored(3, (char *)out + 16 * ldo + 64, ldo);
-  if (direct) return;
-  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-  for (int i = 0; i < AMX_MR; ++i)
-    for (int v = 0; v < AMX_NR / 16; ++v) {
-      float *cp = c + i * ldc + 16 * v;
-      __m512 r = _mm512_mul_ps(va, _mm512_load_ps(t + i * AMX_NR + 16 * v));
-      if (beta != 0.0f) r = _mm512_fmadd_ps(vb, _mm512_loadu_ps(cp), r);
-      _mm512_storeu_ps(cp, r);
-    }
-}
-
-/* four independent TDPBF16PS on tiles loaded once: the AMX bf16 arithmetic ceiling */
-AMX_TARGET static double amx_peak(int64_t rounds) {
-  mte__amx_configure();
-  uint32_t ones[16 * 16] __attribute__((aligned(64)));
-  for (int i = 0; i < 16 * 16; ++i) ones[i] = 0x38d138d1u; /* (1e-4, 1e-4) */
-  _tile_loadd(4, ones, 64);
-  _tile_loadd(5, ones, 64);
-  _tile_loadd(6, ones, 64);
-  _tile_loadd(7, ones, 64);
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
-  for (int64_t r = 0; r < rounds; ++r) {
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(1, 4, 7);
-    _tile_dpbf16ps(2, 5, 6);
-    _tile_dpbf16ps(3, 5, 7);
-  }
-  float sink[16 * 16] __attribute__((aligned(64)));
-  _tile_stored(0, sink, 64);
-  volatile float keep = sink[0];
-  (void)keep;
-  return (double)rounds * 4.0 * 16 * 16 * 32 * 2.0; /* 16 x 16 outputs x 32 products x 2 */
-}
-
-_Static_assert(AMX_MR * AMX_NR <= MTE_MAX_TILE, "edge tile buffer in gemm_bf16.c too small");
-
 /* no AVX512_BF16: widen in the packing, run the avx512 float32 microkernel */
 static const mte_bf16_kernel avx512_widen = {
     .isa = "avx512",
     .path = "avx512 widen+sgemm",
-    .bf16_to_f32 = bf16_to_f32,
-    .f16_to_f32 = f16_to_f32,
-    .f32_to_bf16 = f32_to_bf16,
-    .f32_to_f16 = f32_to_f16,
+    .bf16_to_f32 = mte__bf16_to_f32_avx512,
+    .f16_to_f32 = mte__f16_to_f32_avx512,
+    .f32_to_bf16 = mte__f32_to_bf16_avx512,
+    .f32_to_f16 = mte__f32_to_f16_avx512,
 };
 
-static const mte_bf16_kernel avx512_vdpbf16ps = {
+const mte_bf16_kernel mte_bf16_kernel_avx512 = {
     .isa = "avx512",
     .path = "avx512_bf16 vdpbf16ps",
     .needs = MTE_CPU_AVX512_BF16,
     .fallback = &avx512_widen,
-    .bf16_to_f32 = bf16_to_f32,
-    .f16_to_f32 = f16_to_f32,
-    .f32_to_bf16 = f32_to_bf16,
-    .f32_to_f16 = f32_to_f16,
+    .bf16_to_f32 = mte__bf16_to_f32_avx512,
+    .f16_to_f32 = mte__f16_to_f32_avx512,
+    .f32_to_bf16 = mte__f32_to_bf16_avx512,
+    .f32_to_f16 = mte__f32_to_f16_avx512,
     .dot = dot_ukernel,
     .mr = MR,
     .nr = NR,
@@ -252,25 +162,5 @@ static const mte_bf16_kernel avx512_vdpbf16ps = {
     .kc = 512, /* 256 pairs: a 32 KiB B micro-panel, as the float32 kernel's 256 floats */
     .nc = 4096,
     .dot_peak = dot_peak,
-};
-
-const mte_bf16_kernel mte_bf16_kernel_avx512 = {
-    .isa = "avx512",
-    .path = "amx_bf16 tdpbf16ps",
-    .needs = MTE_CPU_AMX_BF16,
-    .fallback = &avx512_vdpbf16ps,
-    .bf16_to_f32 = bf16_to_f32,
-    .f16_to_f32 = f16_to_f32,
-    .f32_to_bf16 = f32_to_bf16,
-    .f32_to_f16 = f32_to_f16,
-    .dot = amx_dot,
-    .mr = AMX_MR,
-    .nr = AMX_NR,
-    .a_rows = 1,
-    .kq_align = 16,
-    .mc = 256,
-    .kc = 1024, /* 512 pairs: a 64 KiB B micro-panel, a 64 KiB A micro-panel (L2) */
-    .nc = 4096,
-    .dot_peak = amx_peak,
 };
 #endif
