@@ -113,6 +113,33 @@ def test_depthwise3x3_every_parameter_equals_twin(n, c, h, wd, stride, pad, seed
 
 
 @SETTINGS
+@given(st.integers(0, 31), st.integers(0, 2), st.integers(1, 20), st.integers(1, 70),
+       st.sampled_from(["pointwise", "3x3", "linear"]), st.booleans(), st.integers(0, 2 ** 16))
+def test_every_column_tail_equals_twin(tail, tiles, o, k, route, realistic, seed):
+    """N = 32 * tiles + tail GEMM columns (the 8 x 16 tile takes tails of at most 16) through
+    the pointwise conv, a flat 3x3 conv (N = Ho * (Wo + 2)) and qlinear (a transposed
+    store); realistic: every multiplier from a real ratio (the all-fast stores)"""
+    n = max(32 * tiles + tail, 1)
+    rng = np.random.default_rng(seed)
+    bias, m, shift = channel_params(rng, o)
+    if realistic:
+        for i in range(o):
+            m[i], shift[i] = ref.quantize_multiplier(float(rng.uniform(1e-4, 0.05)))
+        bias = rng.integers(-2000, 2000, o, dtype=np.int32)
+    zps = (int(rng.integers(-128, 128)), int(rng.integers(-128, 128)))
+    if route == "linear":
+        x, w = i8(rng, (n, k)), i8(rng, (o, k), -127)
+        args = (x, zps[0], w, bias, m, shift, zps[1], -128, 127)
+        same_on_every_isa(lambda: nat.qlinear(*args), lambda: ref.qlinear(*args))
+        return
+    kk, wd = (1, n) if route == "pointwise" else (3, max(n - 2, 1))
+    x, w = i8(rng, (1, k, 1, wd)), i8(rng, (o, k, kk, kk), -127)
+    pad = (kk // 2,) * 4
+    args = (x, zps[0], w, bias, m, shift, zps[1], -128, 127, (1, 1), pad, (1, 1), 1)
+    same_on_every_isa(lambda: nat.qconv2d(*args), lambda: ref.qconv2d(*args))
+
+
+@SETTINGS
 @given(st.integers(1, 40), st.integers(1, 300), st.integers(1, 40), st.integers(0, 2 ** 16))
 def test_qlinear_equals_twin(rows, k, mo, seed):
     rng = np.random.default_rng(seed)
