@@ -197,6 +197,38 @@ def test_elementwise_equal_twin(seed):
     assert _C.quantize_multiplier(real) == ref.quantize_multiplier(real)
 
 
+EDGE_MULTIPLIERS = [0, 1, 2 ** 30, 2 ** 31 - 32769, 2 ** 31 - 32768, 2 ** 31 - 1, 0x5A5A8000]
+
+
+@SETTINGS
+@given(st.floats(0.002, 0.5), st.floats(0.002, 0.5), st.floats(0.002, 1.0),
+       st.sampled_from([None] + EDGE_MULTIPLIERS), st.integers(-31, 2), st.booleans(),
+       st.integers(0, 2 ** 16))
+def test_qadd_model_parameters_equal_twin(sa, sb, sy, edge, y_shift, relu, seed):
+    """qadd with add_multipliers' parameters (left shift 20, one side m = 2^30 shift 0: the
+    exact-shift side; the other two 16-bit products) on every int8 pair, through the vector
+    arithmetic of every ISA (64 pairs a step and the 16-pair tail); edge: a multiplier whose
+    16-bit split is at its limits, given to one side or the output, with y_shift (the
+    one-rounding output covers -23..-1)"""
+    rng = np.random.default_rng(seed)
+    am, ash, bm, bsh, ym, ysh = ref.add_multipliers(sa, sb, sy)
+    if edge is not None:
+        which = seed % 3
+        if which == 0:
+            am = edge
+        elif which == 1:
+            bm = edge
+        else:
+            ym, ysh = edge, min(y_shift, 0)
+    zps = [int(v) for v in rng.integers(-128, 128, 3)]
+    lo, hi = (zps[2], 127) if relu else (-128, 127)
+    params = (zps[0], am, ash, zps[1], bm, bsh, zps[2], ym, ysh, lo, hi, 20)
+    full_a = (np.arange(65536 + 37) >> 8).astype(np.int8)
+    full_b = np.arange(65536 + 37).astype(np.int8)
+    same_on_every_isa(lambda: nat.qadd(full_a, *params[:3], full_b, *params[3:]),
+                      lambda: ref.qadd(full_a, *params[:3], full_b, *params[3:]))
+
+
 def test_out_and_prepared_weights():
     rng = np.random.default_rng(1)
     x, w = i8(rng, (1, 8, 7, 7)), i8(rng, (16, 8, 3, 3), -127)
