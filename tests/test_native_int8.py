@@ -157,6 +157,33 @@ def test_depthwise3x3_every_parameter_equals_twin(n, c, h, wd, stride, pad, seed
 
 
 @SETTINGS
+@given(st.integers(0, 31), st.integers(0, 2), st.integers(1, 20), st.integers(1, 70),
+       st.sampled_from(["pointwise", "3x3", "linear"]), st.booleans(), st.integers(0, 2 ** 16))
+def test_every_column_tail_equals_twin(tail, tiles, o, k, route, realistic, seed):
+    """N = 32 * tiles + tail GEMM columns (the 8 x 16 tile takes tails of at most 16) through
+    the pointwise conv, a flat 3x3 conv (N = Ho * (Wo + 2)) and qlinear (a transposed
+    store); realistic: every multiplier from a real ratio (the all-fast stores)"""
+    n = max(32 * tiles + tail, 1)
+    rng = np.random.default_rng(seed)
+    bias, m, shift = channel_params(rng, o)
+    if realistic:
+        for i in range(o):
+            m[i], shift[i] = ref.quantize_multiplier(float(rng.uniform(1e-4, 0.05)))
+        bias = rng.integers(-2000, 2000, o, dtype=np.int32)
+    zps = (int(rng.integers(-128, 128)), int(rng.integers(-128, 128)))
+    if route == "linear":
+        x, w = i8(rng, (n, k)), i8(rng, (o, k), -127)
+        args = (x, zps[0], w, bias, m, shift, zps[1], -128, 127)
+        same_on_every_isa(lambda: nat.qlinear(*args), lambda: ref.qlinear(*args))
+        return
+    kk, wd = (1, n) if route == "pointwise" else (3, max(n - 2, 1))
+    x, w = i8(rng, (1, k, 1, wd)), i8(rng, (o, k, kk, kk), -127)
+    pad = (kk // 2,) * 4
+    args = (x, zps[0], w, bias, m, shift, zps[1], -128, 127, (1, 1), pad, (1, 1), 1)
+    same_on_every_isa(lambda: nat.qconv2d(*args), lambda: ref.qconv2d(*args))
+
+
+@SETTINGS
 @given(st.integers(1, 40), st.integers(1, 300), st.integers(1, 40), st.integers(0, 2 ** 16))
 def test_qlinear_equals_twin(rows, k, mo, seed):
     rng = np.random.default_rng(seed)
@@ -212,6 +239,38 @@ def test_elementwise_equal_twin(seed):
     assert np.array_equal(nat.requantize(q, zp, mm, sh, 3), ref.requantize(q, zp, mm, sh, 3))
     real = float(rng.uniform(0, 4)) * 2.0 ** int(rng.integers(-40, 40))
     assert _C.quantize_multiplier(real) == ref.quantize_multiplier(real)
+
+
+EDGE_MULTIPLIERS = [0, 1, 2 ** 30, 2 ** 31 - 32769, 2 ** 31 - 32768, 2 ** 31 - 1, 0x5A5A8000]
+
+
+@SETTINGS
+@given(st.floats(0.002, 0.5), st.floats(0.002, 0.5), st.floats(0.002, 1.0),
+       st.sampled_from([None] + EDGE_MULTIPLIERS), st.integers(-31, 2), st.booleans(),
+       st.integers(0, 2 ** 16))
+def test_qadd_model_parameters_equal_twin(sa, sb, sy, edge, y_shift, relu, seed):
+    """qadd with add_multipliers' parameters (left shift 20, one side m = 2^30 shift 0: the
+    exact-shift side; the other two 16-bit products) on every int8 pair, through the vector
+    arithmetic of every ISA (64 pairs a step and the 16-pair tail); edge: a multiplier whose
+    16-bit split is at its limits, given to one side or the output, with y_shift (the
+    one-rounding output covers -23..-1)"""
+    rng = np.random.default_rng(seed)
+    am, ash, bm, bsh, ym, ysh = ref.add_multipliers(sa, sb, sy)
+    if edge is not None:
+        which = seed % 3
+        if which == 0:
+            am = edge
+        elif which == 1:
+            bm = edge
+        else:
+            ym, ysh = edge, min(y_shift, 0)
+    zps = [int(v) for v in rng.integers(-128, 128, 3)]
+    lo, hi = (zps[2], 127) if relu else (-128, 127)
+    params = (zps[0], am, ash, zps[1], bm, bsh, zps[2], ym, ysh, lo, hi, 20)
+    full_a = (np.arange(65536 + 37) >> 8).astype(np.int8)
+    full_b = np.arange(65536 + 37).astype(np.int8)
+    same_on_every_isa(lambda: nat.qadd(full_a, *params[:3], full_b, *params[3:]),
+                      lambda: ref.qadd(full_a, *params[:3], full_b, *params[3:]))
 
 
 def test_out_and_prepared_weights():

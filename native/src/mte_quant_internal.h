@@ -140,6 +140,8 @@ typedef struct mte_qgemm_kernel {
   int w_rows, kg_align;
   int64_t min_k;                       /* reductions shorter than this take the fallback */
   void (*ukernel)(const mte_qtile *t); /* any tile, any (rs, cs) */
+  /* optional: a tile of at most nr / 2 columns (the first half of the panel) */
+  void (*ukernel_half)(const mte_qtile *t);
   double (*dot_peak)(int64_t rounds);  /* optional: int8 ops of a register-only loop */
   /* optional: 4 rows of x (r[t] + c, ^ flip) into the panels' k group at dst (panels pstride
    * bytes apart), for the first columns in steps of its choice; returns the columns done */

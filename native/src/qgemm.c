@@ -160,12 +160,15 @@ void mte__qgemm_columns(const qgemm_job *j, int64_t j0, int64_t nc, uint8_t *bbu
   for (int64_t c0 = 0; c0 < nc; c0 += nr) {
     t.b = bbuf + (c0 / nr) * j->kg * nr * 4;
     t.cols = (int)min64(nr, nc - c0);
+    /* a tail of at most nr / 2 columns: the narrow tile, half the multiply-adds */
+    void (*ukernel)(const mte_qtile *) =
+        t.cols <= nr / 2 && k->ukernel_half ? k->ukernel_half : k->ukernel;
     for (int64_t i0 = 0; i0 < j->M; i0 += mr) {
       t.a = j->wpack + (i0 / mr) * j->kg * mr * 4;
       t.chan = j->chan + i0;
       t.rows = (int)min64(mr, j->M - i0);
       t.y = j->y + i0 * j->rs + (j0 - j->ybase + c0) * j->cs;
-      k->ukernel(&t);
+      ukernel(&t);
     }
   }
 }

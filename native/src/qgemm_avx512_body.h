@@ -9,14 +9,17 @@
  *                                32512, so the int16 step never saturates; x packed signed
  *
  * Tile 8 x 32: 8 output channels (a weight word of 4 k values broadcast per row) by 32
- * pixels (two zmm of 16 lanes x 4 bytes), 16 accumulators that start at their channel's comp
- * (the zero-point compensation and folded bias: no add after the loop); the tile is
- * requantized in registers (mte_qrequant_x86.h) and stored with a byte mask for the last
- * columns (no edge tile). When every channel of the tile is `fast` (the usual case), rows go
- * in pairs: 4 vectors requantized with the one-rounding formula, saturated to 64 bytes by
- * two packs, put in order by one VPERMD, clamped to [lo, hi] once and stored as two 32-byte
- * rows (the requantization is most of the time of a short-K 1x1 conv: ~12 ops per 16 outputs
- * against K / 4 VPDPBUSD). A transposed store (qlinear: cs != 1) goes through a stack
+ * pixels (two zmm of 16 lanes x 4 bytes), 16 accumulators that start at their channel's
+ * comp (the zero-point compensation and folded bias: no add after the loop). A tail of at
+ * most 16 columns takes the 8 x 16 tile (QGEMM_UKERNEL_HALF: one zmm per row, the first 64
+ * bytes of each k group of the 32-column panel), so N columns cost ceil(N / 16) vectors per
+ * row, not 2 * ceil(N / 32) (N = 196: 13, not 14). The tile is requantized in registers
+ * (mte_qrequant_x86.h) and stored with a byte mask for the last columns (no edge tile).
+ * When every channel of the tile is `fast` (the usual case), rows go in pairs (quads for
+ * 8 x 16): 4 vectors requantized with the one-rounding formula, saturated to 64 bytes by two
+ * packs, put in order by one VPERMD, clamped to [lo, hi] once and stored as two 32-byte (four
+ * 16-byte) rows (the requantization is most of the time of a short-K 1x1 conv: ~12 ops per
+ * 16 outputs against K / 4 VPDPBUSD). A transposed store (qlinear: cs != 1) goes through a stack
  * tile. QGEMM_PACK4 packs x for it 64 columns (two panels) per step.
  * Included by x86_avx512/qgemm_kernel.c and x86_avx512vnni/qgemm_kernel.c.
  */
@@ -34,12 +37,14 @@ static inline __m512i bcast_word(const int8_t *p) {
   return _mm512_set1_epi32(v);
 }
 
-static void QGEMM_UKERNEL(const mte_qtile *t) {
+/* the tile of nv vectors (nv * 16 columns, the first of the panel's NR) x MR rows; nv is a
+ * constant in each caller, so every loop over it unrolls */
+static inline __attribute__((always_inline)) void qgemm_tile(const mte_qtile *t, const int nv) {
   __m512i acc[MR][NV]; /* from comp: dot = acc + comp (mod 2^32, as the requantization) */
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_set1_epi32(t->chan[i].comp);
+    for (int v = 0; v < nv; ++v) acc[i][v] = _mm512_set1_epi32(t->chan[i].comp);
   const int8_t *a = t->a;
   const uint8_t *b = t->b;
 #ifndef MTE_QGEMM_VNNI
@@ -48,24 +53,24 @@ static void QGEMM_UKERNEL(const mte_qtile *t) {
   for (int64_t g = 0; g < t->kg; ++g, a += MR * 4, b += NR * 4) {
     __m512i bv[NV];
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_si512((const void *)(b + 64 * v));
+    for (int v = 0; v < nv; ++v) bv[v] = _mm512_loadu_si512((const void *)(b + 64 * v));
 #ifdef MTE_QGEMM_VNNI
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
       const __m512i w = bcast_word(a + 4 * i);
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_dpbusd_epi32(acc[i][v], bv[v], w);
+      for (int v = 0; v < nv; ++v) acc[i][v] = _mm512_dpbusd_epi32(acc[i][v], bv[v], w);
     }
 #else
     __m512i ax[NV];
     __mmask64 neg[NV];
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) ax[v] = _mm512_abs_epi8(bv[v]), neg[v] = _mm512_movepi8_mask(bv[v]);
+    for (int v = 0; v < nv; ++v) ax[v] = _mm512_abs_epi8(bv[v]), neg[v] = _mm512_movepi8_mask(bv[v]);
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
       const __m512i w = bcast_word(a + 4 * i);
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) {
+      for (int v = 0; v < nv; ++v) {
         const __m512i sw = _mm512_mask_sub_epi8(w, neg[v], zero, w); /* w * sign(x) */
         const __m512i p = _mm512_maddubs_epi16(ax[v], sw);
         acc[i][v] = _mm512_add_epi32(acc[i][v], _mm512_madd_epi16(p, ones));
@@ -73,37 +78,49 @@ static void QGEMM_UKERNEL(const mte_qtile *t) {
     }
 #endif
   }
-  int fast = 1; /* every channel fast: rows in pairs, 64 bytes saturated and clamped at once */
+  int fast = 1; /* every channel fast: 4 vectors at a time, 64 bytes saturated and clamped */
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) fast &= t->chan[i].fast;
+  const int width = 16 * nv; /* the tile's columns */
   if (t->cs == 1 && fast) {
-    /* packs_epi32 then packs_epi16 leave dword d of lane l = columns 4l..4l+3 of vector d % 2
-     * of row d / 2: gather row 0's 8 dwords, then row 1's */
+    /* 4 vectors: the rows of a pair (nv = 2) or of a quad (nv = 1). packs_epi32 then
+     * packs_epi16 leave dword d of lane l = columns 4l..4l+3 of vector d: gather vector 0's
+     * 4 dwords, then vector 1's... = the rows in order, w bytes each */
     const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     const __m512i lo = _mm512_set1_epi8((char)t->lo), hi = _mm512_set1_epi8((char)t->hi);
-    const __mmask32 cm = t->cols >= NR ? ~(__mmask32)0 : ((__mmask32)1 << t->cols) - 1;
+    const int rows4 = 4 / nv; /* rows per 4 vectors */
+    const __mmask64 cm = t->cols >= width ? ~(__mmask64)0 : ((__mmask64)1 << t->cols) - 1;
 #pragma GCC unroll 4
-    for (int i = 0; i < MR; i += 2) {
+    for (int i = 0; i < MR; i += rows4) {
       if (i >= t->rows) break;
-      __m512i r[2][NV];
-#pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h) {
+      __m512i r[4];
+#pragma GCC unroll 4
+      for (int h = 0; h < rows4; ++h) {
         const mte_qfast512 f = mte__qfast512(&t->chan[i + h], t->zp);
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) r[h][v] = mte__requant512_fast(acc[i + h][v], &f);
+        for (int v = 0; v < nv; ++v) r[h * nv + v] = mte__requant512_fast(acc[i + h][v], &f);
       }
-      __m512i q = _mm512_packs_epi16(_mm512_packs_epi32(r[0][0], r[0][1]),
-                                     _mm512_packs_epi32(r[1][0], r[1][1]));
+      __m512i q = _mm512_packs_epi16(_mm512_packs_epi32(r[0], r[1]), _mm512_packs_epi32(r[2], r[3]));
       q = _mm512_min_epi8(_mm512_max_epi8(_mm512_permutexvar_epi32(order, q), lo), hi);
       int8_t *y = t->y + i * t->rs;
-      if (t->cols >= NR) {
-        _mm256_storeu_si256((__m256i *)y, _mm512_castsi512_si256(q));
-        if (i + 1 < t->rows)
-          _mm256_storeu_si256((__m256i *)(y + t->rs), _mm512_extracti64x4_epi64(q, 1));
+      if (nv == 2) {
+        if (t->cols >= width) {
+          _mm256_storeu_si256((__m256i *)y, _mm512_castsi512_si256(q));
+          if (i + 1 < t->rows)
+            _mm256_storeu_si256((__m256i *)(y + t->rs), _mm512_extracti64x4_epi64(q, 1));
+        } else {
+          _mm256_mask_storeu_epi8(y, (__mmask32)cm, _mm512_castsi512_si256(q));
+          if (i + 1 < t->rows)
+            _mm256_mask_storeu_epi8(y + t->rs, (__mmask32)cm, _mm512_extracti64x4_epi64(q, 1));
+        }
       } else {
-        _mm256_mask_storeu_epi8(y, cm, _mm512_castsi512_si256(q));
+        _mm_mask_storeu_epi8(y, (__mmask16)cm, _mm512_castsi512_si128(q));
         if (i + 1 < t->rows)
-          _mm256_mask_storeu_epi8(y + t->rs, cm, _mm512_extracti64x4_epi64(q, 1));
+          _mm_mask_storeu_epi8(y + t->rs, (__mmask16)cm, _mm512_extracti32x4_epi32(q, 1));
+        if (i + 2 < t->rows)
+          _mm_mask_storeu_epi8(y + 2 * t->rs, (__mmask16)cm, _mm512_extracti32x4_epi32(q, 2));
+        if (i + 3 < t->rows)
+          _mm_mask_storeu_epi8(y + 3 * t->rs, (__mmask16)cm, _mm512_extracti32x4_epi32(q, 3));
       }
     }
     return;
@@ -114,10 +131,10 @@ static void QGEMM_UKERNEL(const mte_qtile *t) {
       if (i >= t->rows) break;
       __m512i r[NV]; /* the row's vectors before its stores: one read of its channel */
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v)
+      for (int v = 0; v < nv; ++v)
         r[v] = mte__requant512_dot(acc[i][v], &t->chan[i], t->zp, t->lo, t->hi);
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) {
+      for (int v = 0; v < nv; ++v) {
         const int n = t->cols - 16 * v;
         if (n <= 0) break;
         const __mmask16 m = n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1);
@@ -130,13 +147,18 @@ static void QGEMM_UKERNEL(const mte_qtile *t) {
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v)
+    for (int v = 0; v < nv; ++v)
       _mm_storeu_si128((__m128i *)(tile + i * NR + 16 * v),
                        _mm512_cvtepi32_epi8(mte__requant512_dot(acc[i][v], &t->chan[i], t->zp,
                                                                 t->lo, t->hi)));
   for (int i = 0; i < t->rows; ++i)
     for (int j = 0; j < t->cols; ++j) t->y[i * t->rs + j * t->cs] = tile[i * NR + j];
 }
+
+static void QGEMM_UKERNEL(const mte_qtile *t) { qgemm_tile(t, NV); }
+
+/* a tail of at most 16 columns: one vector per row, half the panel's bytes read */
+static void QGEMM_UKERNEL_HALF(const mte_qtile *t) { qgemm_tile(t, 1); }
 
 /* 4 rows of 64 columns into two 32-column panels: bytes interleaved in each 128-bit lane
  * (column quads 4q..4q+3 of lane l in u_q), then the 4 x 4 lanes transposed */

@@ -347,6 +347,15 @@ static void test_conv(const char *isa) {
     shape d = {1, O, rnd(1, 20), rnd(1, 90), O, 3, 3, rnd(1, 2), rnd(1, 2), 1, 1, 1, 1, 1, 1, O};
     fails += conv_case(isa, &d);
   }
+  /* every width of the last column tile (N mod 32 = 0..31, N < 16 too: the 8 x 16 tail),
+   * all-fast and mixed channels, rows 1..20 */
+  for (int t = 0; t < 32 && !fails; t += (g_quick ? 5 : 1))
+    for (int q = 0; q < 3; ++q) {
+      g_realistic = (t + q) % 2;
+      shape s = {1, rnd(1, 40), 1, 32 * q + t + (q == 0 && t == 0), rnd(1, 20), 1, 1, 1, 1,
+                 0, 0, 0, 0, 1, 1, 1};
+      fails += conv_case(isa, &s);
+    }
   g_realistic = 0;
   /* depthwise 3x3: the qdepthwise route */
   for (int t = 0; t < (g_quick ? 12 : 60) && !fails; ++t) {

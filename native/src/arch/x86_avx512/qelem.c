@@ -11,14 +11,22 @@
  *   add       16 pairs a vector: TFLite's add in int32 lanes where no step saturates
  *             (mte__qadd_lanes_ok), srdhm as one 64-bit product (vpmuldq on even and odd
  *             lanes) rounded by floor((ab + 2^30) / 2^31), which equals the truncating
- *             definition for every ab; on the inputs an exact shift or two 32-bit products
- *             where the multiplier or the left shift allow (add_side); rdbpot exact
+ *             definition for every ab; on the inputs an exact shift or two 16-bit products
+ *             (VPMADDWD: 1 uop, where VPMULLD is 2) where the multiplier or the left shift
+ *             allow (add_side); rdbpot exact. The output's srdhm + rdbpot is the one-rounding
+ *             formula of mte_qrequant_x86.h where 1 <= -y_shift <= 23 (the usual case; 12
+ *             ops, zero point included), and 64 results at a time are narrowed by two
+ *             saturating packs and one VPERMD and clamped as bytes (instead of 4 x (min,
+ *             max, add, VPMOVDB)): fewer uops a pair, which is what bounds this loop (~1.3
+ *             cycles a pair before: far from memory speed)
  * The GEMV is the plain C one (generic/qelem.c).
  */
 #include "../../mte_qelem_internal.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+
+#include "../../mte_qrequant_x86.h"
 
 int64_t mte__quantize_avx512(int64_t n, const float *x, float scale, int32_t zp, int8_t *y) {
   const __m512 s = _mm512_set1_ps(scale), lo = _mm512_set1_ps(-256.0f),
@@ -85,9 +93,11 @@ static inline __m512i rdbpot16(__m512i v, __m128i e, __m512i mask, __m512i half)
 /* How one side's sa = rdbpot(srdhm((a - za) << ls, m), e) is computed (d = a - za):
  *   SHIFT    m = 2^30, e = 0, ls >= 1 (the larger scale's side of add_multipliers, ratio
  *            1/2): srdhm(d 2^ls, 2^30) = floor((d 2^ls + 1) / 2) = d 2^(ls - 1) exactly
- *   SPLIT    15 <= ls <= 30, m = mh 2^16 + ml: floor((d m 2^ls + 2^30) / 2^31) =
- *            d mh 2^(ls - 15) + floor((d ml + 2^(30 - ls)) / 2^(31 - ls)), every term in
- *            int32 (|d ml| < 2^24), so two vpmulld instead of 64-bit products
+ *   SPLIT    15 <= ls <= 30, m = mh 2^16 + ml with ml in [-2^15, 2^15) and mh < 2^15:
+ *            floor((d m 2^ls + 2^30) / 2^31) = d mh 2^(ls - 15) + floor((d ml + 2^(30 - ls))
+ *            / 2^(31 - ls)), every term in int32 (|d ml| < 2^23); d (|d| <= 255), mh and ml
+ *            are int16, so each product is one VPMADDWD of d's dword (its high half d's
+ *            sign) with (mh or ml, 0)
  *   GENERAL  srdhm16 */
 enum { SHIFT, SPLIT, GENERAL };
 
@@ -96,12 +106,16 @@ typedef struct add_side {
   __m512i z, m64, mh, ml, nudge, mask, half;
 } add_side;
 
+/* m = split_hi(m) 2^16 + split_lo(m), split_lo(m) in [-2^15, 2^15) */
+static int32_t split_lo(int32_t m) { return ((m & 0xFFFF) ^ 0x8000) - 0x8000; }
+static int32_t split_hi(int32_t m) { return (int32_t)(((int64_t)m - split_lo(m)) >> 16); }
+
 static add_side side_of(int32_t zp, int32_t m, int32_t shift, int32_t ls, int mode) {
   const int32_t k = (int32_t)(((int64_t)1 << -shift) - 1);
   add_side s = {_mm_cvtsi32_si128(ls), _mm_cvtsi32_si128(-shift),
                 _mm_cvtsi32_si128(mode == SHIFT ? ls - 1 : ls - 15), _mm_cvtsi32_si128(31 - ls),
-                _mm512_set1_epi32(zp), _mm512_set1_epi64(m), _mm512_set1_epi32(m >> 16),
-                _mm512_set1_epi32(m & 0xFFFF),
+                _mm512_set1_epi32(zp), _mm512_set1_epi64(m), _mm512_set1_epi32(split_hi(m)),
+                _mm512_set1_epi32(split_lo(m) & 0xFFFF),
                 _mm512_set1_epi32(mode == SPLIT ? (int32_t)1 << (30 - ls) : 0),
                 _mm512_set1_epi32(k), _mm512_set1_epi32(k >> 1)};
   return s;
@@ -109,7 +123,7 @@ static add_side side_of(int32_t zp, int32_t m, int32_t shift, int32_t ls, int mo
 
 static int mode_of(int32_t m, int32_t shift, int32_t ls) {
   if (m == (1 << 30) && shift == 0 && ls >= 1) return SHIFT;
-  return ls >= 15 ? SPLIT : GENERAL;
+  return ls >= 15 && split_hi(m) < (1 << 15) ? SPLIT : GENERAL; /* mh an int16 */
 }
 
 static inline __attribute__((always_inline)) __m512i side16(const int MODE, const add_side *c,
@@ -118,8 +132,8 @@ static inline __attribute__((always_inline)) __m512i side16(const int MODE, cons
   if (MODE == SHIFT) return _mm512_sll_epi32(d, c->ls15);
   __m512i q;
   if (MODE == SPLIT) {
-    const __m512i hi = _mm512_sll_epi32(_mm512_mullo_epi32(d, c->mh), c->ls15);
-    const __m512i lo = _mm512_add_epi32(_mm512_mullo_epi32(d, c->ml), c->nudge);
+    const __m512i hi = _mm512_sll_epi32(_mm512_madd_epi16(d, c->mh), c->ls15);
+    const __m512i lo = _mm512_add_epi32(_mm512_madd_epi16(d, c->ml), c->nudge);
     q = _mm512_add_epi32(hi, _mm512_sra_epi32(lo, c->r31));
   } else {
     q = srdhm16(_mm512_sll_epi32(d, c->ls), c->m64);
@@ -130,22 +144,54 @@ static inline __attribute__((always_inline)) __m512i side16(const int MODE, cons
 typedef struct add_out {
   __m128i e;
   __m512i m64, mask, half, lo, hi, z;
+  mte_qfast512 fast; /* 1 <= e <= 23: the one-rounding formula's constants */
+  __m512i lo8, hi8;  /* act_min, act_max in every byte */
 } add_out;
 
-/* y[0..16) for the pairs at a, b. |a - za| << ls < 2^30, and so are sa and sb: their sum
+/* sa + sb of the 16 pairs at a, b. |a - za| << ls < 2^30, and so are sa and sb: their sum
  * cannot saturate. */
+static inline __attribute__((always_inline)) __m512i sum16(const int MA, const int MB,
+                                                          const add_side *ca,
+                                                          const add_side *cb, const int8_t *a,
+                                                          const int8_t *b) {
+  return _mm512_add_epi32(side16(MA, ca, a), side16(MB, cb, b));
+}
+
+/* y[0..16) for the pairs at a, b: srdhm and rdbpot, then the clamp and the zero point */
 static inline __attribute__((always_inline)) void add16(const int MA, const int MB,
                                                        const add_side *ca, const add_side *cb,
                                                        const add_out *o, const int8_t *a,
                                                        const int8_t *b, int8_t *y) {
-  const __m512i s = _mm512_add_epi32(side16(MA, ca, a), side16(MB, cb, b));
-  __m512i v = rdbpot16(srdhm16(s, o->m64), o->e, o->mask, o->half);
+  __m512i v = rdbpot16(srdhm16(sum16(MA, MB, ca, cb, a, b), o->m64), o->e, o->mask, o->half);
   v = _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(v, o->lo), o->hi), o->z);
   _mm_storeu_si128((__m128i *)y, _mm512_cvtepi32_epi8(v));
 }
 
-#define ADD_LOOP(MA, MB) \
-  for (; i + 16 <= n; i += 16) add16(MA, MB, &ca, &cb, &o, a + i, b + i, y + i)
+/* y[0..64) with the one-rounding output (|y - zp| <= 2^30: the saturating packs then the
+ * byte clamp equal the int32 clamp, act_min and act_max being int8) */
+static inline __attribute__((always_inline)) void add64_fast(const int MA, const int MB,
+                                                            const add_side *ca,
+                                                            const add_side *cb,
+                                                            const add_out *o, const int8_t *a,
+                                                            const int8_t *b, int8_t *y) {
+  /* packs_epi32 then packs_epi16 leave dword d of lane l = 4 results of vector d: VPERMD
+   * gathers each vector's 4 dwords back in order */
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  __m512i r[4];
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; ++q)
+    r[q] = mte__requant512_fast(sum16(MA, MB, ca, cb, a + 16 * q, b + 16 * q), &o->fast);
+  __m512i v = _mm512_packs_epi16(_mm512_packs_epi32(r[0], r[1]), _mm512_packs_epi32(r[2], r[3]));
+  v = _mm512_min_epi8(_mm512_max_epi8(_mm512_permutexvar_epi32(order, v), o->lo8), o->hi8);
+  _mm512_storeu_si512((void *)y, v);
+}
+
+#define ADD_LOOP(MA, MB)                                                                  \
+  do {                                                                                    \
+    if (fast)                                                                             \
+      for (; i + 64 <= n; i += 64) add64_fast(MA, MB, &ca, &cb, &o, a + i, b + i, y + i); \
+    for (; i + 16 <= n; i += 16) add16(MA, MB, &ca, &cb, &o, a + i, b + i, y + i);        \
+  } while (0)
 
 int64_t mte__add_avx512(const mte_qadd_params *p, int64_t n, const int8_t *a, const int8_t *b,
                         int8_t *y) {
@@ -154,12 +200,16 @@ int64_t mte__add_avx512(const mte_qadd_params *p, int64_t n, const int8_t *a, co
   const int mb = mode_of(p->b_multiplier, p->b_shift, p->left_shift);
   const add_side ca = side_of(p->a_zero_point, p->a_multiplier, p->a_shift, p->left_shift, ma);
   const add_side cb = side_of(p->b_zero_point, p->b_multiplier, p->b_shift, p->left_shift, mb);
-  const int32_t ky = (int32_t)(((int64_t)1 << -p->y_shift) - 1);
-  const add_out o = {_mm_cvtsi32_si128(-p->y_shift), _mm512_set1_epi64(p->y_multiplier),
+  const int32_t ey = -p->y_shift, ky = (int32_t)(((int64_t)1 << ey) - 1);
+  const int fast = ey >= 1 && ey <= 23 && p->y_multiplier >= 0;
+  const mte_qchan out_chan = {.mult = p->y_multiplier, .right = fast ? ey : 1};
+  const add_out o = {_mm_cvtsi32_si128(ey), _mm512_set1_epi64(p->y_multiplier),
                      _mm512_set1_epi32(ky), _mm512_set1_epi32(ky >> 1),
                      _mm512_set1_epi32(p->act_min - p->y_zero_point),
                      _mm512_set1_epi32(p->act_max - p->y_zero_point),
-                     _mm512_set1_epi32(p->y_zero_point)};
+                     _mm512_set1_epi32(p->y_zero_point),
+                     mte__qfast512(&out_chan, p->y_zero_point),
+                     _mm512_set1_epi8((char)p->act_min), _mm512_set1_epi8((char)p->act_max)};
   int64_t i = 0;
   if (ma == SHIFT && mb == SPLIT)
     ADD_LOOP(SHIFT, SPLIT);

@@ -11,13 +11,15 @@
 #if defined(__x86_64__)
 #define MTE_QGEMM_VNNI 1
 #define QGEMM_UKERNEL qgemm_ukernel_avx512vnni
+#define QGEMM_UKERNEL_HALF qgemm_ukernel_half_avx512vnni
 #define QGEMM_PEAK qgemm_peak_avx512vnni
 #define QGEMM_PACK4 qgemm_pack4_avx512vnni
 #include "../../qgemm_avx512_body.h"
 
 const mte_qgemm_kernel mte_qgemm_kernel_avx512vnni = {
     .isa = "avx512vnni", .path = "avx512vnni vpdpbusd", .mr = MR, .nr = NR, .x_offset = 128,
-    .ukernel = qgemm_ukernel_avx512vnni, .dot_peak = qgemm_peak_avx512vnni,
+    .ukernel = qgemm_ukernel_avx512vnni,
+    .ukernel_half = qgemm_ukernel_half_avx512vnni, .dot_peak = qgemm_peak_avx512vnni,
     .pack4 = qgemm_pack4_avx512vnni};
 
 /* shorter reductions run faster on VPDPBUSD: k is padded to 64 for the tiles, and a short
