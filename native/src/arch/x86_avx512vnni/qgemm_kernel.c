@@ -25,7 +25,7 @@ const mte_qgemm_kernel mte_qgemm_kernel_avx512vnni = {
 /* shorter reductions run faster on VPDPBUSD: k is padded to 64 for the tiles, and a short
  * k loop leaves the per-row requantization (the same in both) most of the time */
 #ifndef MTE_QGEMM_AMX_MIN_K
-#define MTE_QGEMM_AMX_MIN_K 128
+#define MTE_QGEMM_AMX_MIN_K 64
 #endif
 MTE_HIDDEN void mte__qgemm_ukernel_amx(const mte_qtile *t);
 MTE_HIDDEN double mte__qgemm_peak_amx(int64_t rounds);
