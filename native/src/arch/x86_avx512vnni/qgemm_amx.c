@@ -8,8 +8,10 @@
  * Tile 32 x 32 (mte_amx_x86.h): weights packed row-major per channel (w_rows) with k padded
  * to 16 quads (kg_align), so a weight tile is 16 channel rows of 64 bytes; the four int32
  * accumulator tiles go to a stack tile, and each row is requantized as the VNNI kernel's
- * (mte_qrequant_x86.h; the channel's comp added first: the tiles start at zero), narrowed by
- * a saturating VPMOVSDB, clamped and stored with a byte mask for the last columns. The
+ * (mte_qrequant_x86.h; the channel's comp added first: the tiles start at zero): when every
+ * channel is fast, rows in pairs narrowed by two packs as there; otherwise row by row,
+ * narrowed by a saturating VPMOVSDB, clamped and stored with a byte mask for the last
+ * columns. The
  * descriptor (mte_qgemm_kernel_amx) is in qgemm_kernel.c beside the VNNI one, whose x packer
  * it shares; this file holds the AMX code and carries its own target attribute.
  */
@@ -80,9 +82,37 @@ AMX_INT8 static void tiles(const mte_qtile *t, int32_t *acc) {
 void mte__qgemm_ukernel_amx(const mte_qtile *t) {
   int32_t acc[MR * NR] __attribute__((aligned(64)));
   tiles(t, acc);
+  const int direct = t->cs == 1;
+  int fast = 1;
+  for (int i = 0; i < t->rows; ++i) fast &= t->chan[i].fast;
+  if (direct && fast) {
+    /* rows in pairs, as the VNNI kernel's fast store: 4 vectors requantized, saturated to 64
+     * bytes by two packs, put in order by one VPERMD, clamped once, two 32-byte rows (the
+     * channels are padded to the panel, so row i + 1 always has one) */
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    const __m512i lo = _mm512_set1_epi8((char)t->lo), hi = _mm512_set1_epi8((char)t->hi);
+    const __mmask32 cm = t->cols >= NR ? ~(__mmask32)0 : ((__mmask32)1 << t->cols) - 1;
+    for (int i = 0; i < t->rows; i += 2) {
+      __m512i r[2][2];
+      for (int h = 0; h < 2; ++h) {
+        const mte_qchan *ch = &t->chan[i + h];
+        const mte_qfast512 f = mte__qfast512(ch, t->zp);
+        const __m512i comp = _mm512_set1_epi32(ch->comp);
+        for (int v = 0; v < 2; ++v)
+          r[h][v] = mte__requant512_fast(
+              _mm512_add_epi32(_mm512_load_si512(acc + (i + h) * NR + 16 * v), comp), &f);
+      }
+      __m512i q = _mm512_packs_epi16(_mm512_packs_epi32(r[0][0], r[0][1]),
+                                     _mm512_packs_epi32(r[1][0], r[1][1]));
+      q = _mm512_min_epi8(_mm512_max_epi8(_mm512_permutexvar_epi32(order, q), lo), hi);
+      int8_t *y = t->y + i * t->rs;
+      _mm256_mask_storeu_epi8(y, cm, _mm512_castsi512_si256(q));
+      if (i + 1 < t->rows) _mm256_mask_storeu_epi8(y + t->rs, cm, _mm512_extracti64x4_epi64(q, 1));
+    }
+    return;
+  }
   const __m128i lo = _mm_set1_epi8((char)t->lo), hi = _mm_set1_epi8((char)t->hi);
   int8_t tile[MR * NR];
-  const int direct = t->cs == 1;
   for (int i = 0; i < t->rows; ++i) {
     const mte_qchan *ch = &t->chan[i];
     const __m512i comp = _mm512_set1_epi32(ch->comp);
