@@ -77,8 +77,9 @@ def main(argv=None):
     backend.set_num_threads(1)
     peak = _C.peak_gops_int8(0.3)
     rows = case_rows(args.repeats)
-    print(f"1 thread, ISA {_C.active_isa()} (qgemm: {_C.dispatch_table()['qgemm']}), "
-          f"int8 peak {peak:.0f} GOPS, fp32 peak {_C.peak_gflops(0.3):.0f} GFLOP/s")
+    print(f"1 thread, ISA {_C.active_isa()} (qgemm: {_C.dispatch_table()['qgemm']}; "
+          f"K=16: {_C.qgemm_path(16)}, K=576: {_C.qgemm_path(576)}), int8 peak {peak:.0f} GOPS, "
+          f"fp32 peak {_C.peak_gflops(0.3):.0f} GFLOP/s")
     print(f"{'case':26s} {'float32 ms':>10s} {'int8 ms':>9s} {'ratio':>6s} {'int8 GOPS':>10s} "
           f"{'% peak':>6s}")
     for r in rows:

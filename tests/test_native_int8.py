@@ -96,6 +96,16 @@ def test_long_reductions_equal_twin(n, k, o, h, w, ksize, fast, seed):
     same_on_every_isa(lambda: nat.qlinear(*lin), lambda: ref.qlinear(*lin))
 
 
+def test_qgemm_path_names_the_kernel_the_cpu_runs():
+    feats = set(_C.cpu_features())
+    long, short = _C.qgemm_path(576), _C.qgemm_path(16)
+    if _C.active_isa() == "avx512vnni":
+        assert long == ("amx_int8 tdpbsud" if "amx_int8" in feats else "avx512vnni vpdpbusd")
+        assert short == "avx512vnni vpdpbusd"          # short reductions stay on VPDPBUSD
+    assert _C.qgemm_path() == _C.qgemm_path(1 << 20)
+    assert isinstance(short, str) and short
+
+
 def test_int8_with_amx_masked_off_gives_the_same_bytes():
     """MTE_CPU_DISABLE=amx_int8 (what a CPU without AMX runs): the same bytes as the default
     kernels, from the same inputs in a fresh process, on a long reduction."""

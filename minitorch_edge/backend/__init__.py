@@ -226,6 +226,18 @@ def info():
     out["dispatch"] = table()
     if ext is not None:
         out["isa_table"] = ext.dispatch_table()
+        # the microkernels chosen at run time inside a family (AMX, VNNI, BF16 dot products)
+        if hasattr(ext, "qgemm_path"):
+            short, long = ext.qgemm_path(16), ext.qgemm_path(4096)
+            out["int8 GEMM"] = short if short == long else f"{short} (short k), {long} (long k)"
+        if hasattr(ext, "half_gemm_path"):
+            try:
+                import ml_dtypes
+                out["bf16 GEMM"] = ext.half_gemm_path(ml_dtypes.bfloat16)
+            except ImportError:
+                pass
+            import numpy
+            out["fp16 GEMM"] = ext.half_gemm_path(numpy.float16)
     return out
 
 

@@ -1,7 +1,7 @@
 // quant.cpp - bindings of the int8 kernels (include/mte_quant.h): _C.qconv2d, qlinear (with
 // prepared weights: qconv2d_prepare / qlinear_prepare return a QWeights handle), qavg_pool2d,
 // qmax_pool2d, qadd (and qadd_table, its lookup form), quantize, dequantize, requantize,
-// quantize_multiplier, peak_gops_int8.
+// quantize_multiplier, peak_gops_int8, qgemm_path.
 // Arguments as the numpy twins in minitorch_edge/backend/numpy_int8.py, which are the
 // reference: int8 tensors, int32 per-channel vectors, NCHW.
 //
@@ -520,4 +520,8 @@ void mte_bind_quant(pybind11::module_ &m) {
         py::arg("seconds") = 0.2,
         "One core's int8 multiply-add peak (GOPS, 2 ops per MAC) with the active ISA's qgemm\n"
         "microkernel (VNNI: vpdpbusd chains); 0 where it has no peak loop.");
+  m.def("qgemm_path", [](int64_t k) { return std::string(mte_qgemm_path(k)); },
+        py::arg("k") = 0,
+        "What the int8 GEMM runs now for a reduction of k terms (0: the best the CPU has),\n"
+        "e.g. 'amx_int8 tdpbsud' (AMX, k >= 64) or 'avx512vnni vpdpbusd'.");
 }

@@ -152,6 +152,11 @@ MTE_API int mte_qavg_pool2d(const mte_pool2d_params *p, int64_t N, int64_t C, in
  * GOPS (2 ops per multiply-add; VNNI: vpdpbusd chains), timed over ~seconds. */
 MTE_API double mte_peak_gops_int8(double seconds);
 
+/* What the int8 GEMM (qconv2d, qlinear) runs now for a reduction of K terms (K = k_h * k_w *
+ * C_in / groups; K <= 0: the column's best), e.g. "amx_int8 tdpbsud" (AMX, K >= 64),
+ * "avx512vnni vpdpbusd"; the ISA row's name for kernels without a path string. */
+MTE_API const char *mte_qgemm_path(int64_t K);
+
 #ifdef __cplusplus
 }
 #endif

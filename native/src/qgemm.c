@@ -36,6 +36,11 @@ const mte_qgemm_kernel *mte__qgemm_kernel(int64_t K) {
   return k;
 }
 
+const char *mte_qgemm_path(int64_t K) {
+  const mte_qgemm_kernel *k = mte__qgemm_kernel(K > 0 ? K : 0);
+  return k->path ? k->path : k->isa;
+}
+
 int mte__qplan_make(int64_t O, int64_t Cg, int64_t kh, int64_t kw, int64_t G, const int8_t *w,
                     mte_qconv2d_plan **out) {
   if (!out) return MTE_EINVAL;
