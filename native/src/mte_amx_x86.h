@@ -1,14 +1,15 @@
 /*
- * mte_amx_x86.h - the AMX tile configuration of the int8 microkernel
- * (x86_avx512vnni/qgemm_amx.c; the bf16 GEMM, x86_avx512/bf16_amx.c, has the same layout).
+ * mte_amx_x86.h - the AMX tile configuration the AMX kernels share (int8:
+ * x86_avx512vnni/qgemm_amx.c; bf16: x86_avx512/bf16_amx.c).
  *
- * It runs a 32 x 32 output tile as four 16 x 16 accumulator tiles (0-3: rows 0-15 / 16-31
+ * Both run a 32 x 32 output tile as four 16 x 16 accumulator tiles (0-3: rows 0-15 / 16-31
  * by columns 0-15 / 16-31), two tiles of A (4, 5: rows 0-15 and 16-31, 64 bytes of k each)
  * and two of B (6, 7: 16 rows of k quads or pairs by 16 columns, 64 bytes each): palette 1,
  * every tile 16 rows of 64 bytes. The configuration is per thread and another library in the
  * process (oneDNN in PyTorch, say) may change or release it between our calls, so each
- * microkernel call loads it (LDTILECFG, a few dozen cycles against the hundreds of a tile's
- * k loop). Include only from files whose functions carry the AMX target attribute.
+ * call loads it (LDTILECFG, a few dozen cycles: the int8 microkernel per tile, against the
+ * hundreds of its k loop; the bf16 GEMM once per thread and call). Include only from files
+ * whose functions carry the AMX target attribute.
  */
 #ifndef MTE_AMX_X86_H
 #define MTE_AMX_X86_H

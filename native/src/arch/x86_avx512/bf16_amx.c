@@ -24,6 +24,8 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include "../../mte_amx_x86.h"
+
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -36,23 +38,8 @@
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
 
-typedef struct tile_config {
-  uint8_t palette, start_row, reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-} tile_config;
-
-/* tiles 0-3: C (16 x 16 float32), 4-5: L (16 x 32 bf16), 6-7: R (16 x 16 pairs) */
-AMX_TARGET static void load_tiles(void) {
-  tile_config cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.palette = 1;
-  for (int t = 0; t < 8; ++t) {
-    cfg.colsb[t] = 64;
-    cfg.rows[t] = 16;
-  }
-  _tile_loadconfig(&cfg);
-}
+/* tiles 0-3: C (16 x 16 float32), 4-5: L (16 x 32 bf16), 6-7: R (16 x 16 pairs): every tile
+ * 16 rows of 64 bytes, the configuration mte_amx_x86.h loads (the int8 kernel's too) */
 
 /* ---------------------------------------------------------------- packing */
 
@@ -242,7 +229,7 @@ AMX_TARGET static void amx_gemm(int trans_a, int trans_b, int64_t M, int64_t N, 
     const int tid = 0;
 #endif
     uint16_t *lpack = lpack_all + (size_t)tid * TS * (size_t)pl.kcp_max;
-    load_tiles();
+    mte__amx_configure();
     for (int64_t jc = 0; jc < N; jc += pl.nc) {
       const int64_t nc = min64(pl.nc, N - jc);
       for (int64_t pc = 0; pc < K; pc += pl.kc) {
@@ -275,7 +262,7 @@ AMX_TARGET static void amx_gemm(int trans_a, int trans_b, int64_t M, int64_t N, 
 AMX_TARGET static double amx_peak(int64_t rounds) {
   static const uint16_t ones[16 * 32] __attribute__((aligned(64))) = {0};
   float sink[16 * 16] __attribute__((aligned(64)));
-  load_tiles();
+  mte__amx_configure();
   _tile_loadd(4, ones, 64);
   _tile_loadd(6, ones, 64);
   _tile_loadd(5, ones, 64);
