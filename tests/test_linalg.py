@@ -382,6 +382,37 @@ def test_norm_dispatch_matches_torch():
     same(*(L.linalg.matrix_norm(L.tensor(np.zeros((0, 3, 3))), "nuc") for L in (mte, torch)))
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_norms_of_half_tensors_match_torch(dtype):
+    """vector_norm and the non-SVD matrix norms take float16/bfloat16 (summed in float32, the
+    norm rounded once; result and gradient in the input's dtype); the SVD norms refuse them,
+    as PyTorch's do."""
+    a = np.random.default_rng(5).standard_normal((3, 4, 5))
+    inf = float("inf")
+    cases = [lambda L, x: L.linalg.vector_norm(x),
+             lambda L, x: L.linalg.vector_norm(x, 1, dim=-1),
+             lambda L, x: L.linalg.vector_norm(x, inf, dim=(0, 2)),
+             lambda L, x: L.linalg.vector_norm(x, -inf, dim=1, keepdim=True),
+             lambda L, x: L.linalg.vector_norm(x, 3.5, dim=0),
+             lambda L, x: L.linalg.vector_norm(x, dtype=L.float32),
+             lambda L, x: L.linalg.norm(x),
+             lambda L, x: x.norm(dim=1)]
+    cases += [lambda L, x, o=o: L.linalg.matrix_norm(x, o) for o in ("fro", 1, -1, inf, -inf)]
+    for case in cases:
+        outs, grads = [], []
+        for L in (mte, torch):
+            x = L.tensor(a).to(getattr(L, dtype)).requires_grad_()
+            y = case(L, x)
+            y.sum().backward()
+            outs.append(y)
+            grads.append(x.grad)
+        same(*outs, tol=2e-2)
+        same(*grads, tol=3e-2)
+    for o in ("nuc", 2, -2):
+        raises_like(lambda L, o=o: L.linalg.matrix_norm(L.ones(2, 2, dtype=getattr(L, dtype)), o),
+                    "linalg.matrix_norm: Low precision dtypes not supported")
+
+
 def test_multi_dot_picks_a_cheap_order_and_is_exact():
     rng = np.random.default_rng(5)
     mats = [rng.standard_normal(s) for s in ((10, 100), (100, 5), (5, 50))]

@@ -2,6 +2,8 @@
 of matrices over two dims) and ``norm``, which picks one of the two from its arguments.
 
 vector_norm is reduce.py's `LinalgVectorNorm` (its docstring derives each p's gradient).
+float16 and bfloat16 inputs are summed in float32 and the norm rounded once, as PyTorch does;
+the SVD norms ('nuc', 2, -2) refuse them, as PyTorch's do.
 Matrix norms are compositions of differentiable ops, so their gradients come from those ops:
 
     'fro'   sqrt(sum a_ij^2)             = vector 2-norm over both dims
@@ -39,7 +41,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     max/min |x|, ord=0: the number of non-zeros. dtype= casts x first."""
     op = "linalg.vector_norm"
     x = _cast(x, dtype, op)
-    check_float(x, op, "input")
+    check_float(x, op, "input", low_precision=True)
     if isinstance(ord, str) or isinstance(ord, bool) or not isinstance(ord, (int, float)):
         raise TypeError(f"{op}(): argument 'ord' must be a number, not {type(ord).__name__} "
                         f"(use linalg.matrix_norm or linalg.norm for 'fro' and 'nuc')")
@@ -78,7 +80,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     the dims `dim` (see the module docstring)."""
     op = "linalg.matrix_norm"
     A = _cast(A, dtype, op)
-    check_float(A, op)
+    check_float(A, op, low_precision=ord not in ("nuc", 2, -2))  # those need an SVD
     if A._data.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
     d0, d1 = _matrix_dims(A, dim, op)

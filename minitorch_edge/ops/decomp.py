@@ -41,11 +41,13 @@ _C_NAME = {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "I
 
 
 # ---- shared checks ----------------------------------------------------------------------------
-def check_float(A, op, name="A"):
+def check_float(A, op, name="A", low_precision=False):
+    """A must be a float Tensor; float16/bfloat16 only where low_precision (PyTorch's
+    allow_low_precision_dtypes: the norms, which accumulate in float32)."""
     if not isinstance(A, Tensor):
         raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(A).__name__}")
     d = A.dtype.name
-    if d in _LOW:
+    if d in _LOW and not low_precision:
         raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {_LOW[d]} (convert "
                            f"with .float())")
     if not A.is_floating_point():
