@@ -30,6 +30,13 @@ from .amp import (  # noqa: F401  (torch.autocast and its state functions)
                      set_autocast_dtype,
                      set_autocast_enabled,
 )
+from .amp.autocast_mode import (  # noqa: F401  (torch's deprecated device-named spellings)
+                     get_autocast_cpu_dtype,
+                     get_autocast_gpu_dtype,
+                     is_autocast_cpu_enabled,
+                     set_autocast_cpu_dtype,
+                     set_autocast_cpu_enabled,
+)
 from .autograd.grad_mode import (  # noqa: F401
                      enable_grad,
                      inference_mode,

@@ -227,6 +227,32 @@ def test_nesting_enabled_false_and_decorator():
     assert mF.linear(x, w).dtype == mte.float32
 
 
+def test_device_named_state_functions_as_torch():
+    """torch's deprecated spellings (is_autocast_cpu_enabled, get_autocast_cpu_dtype,
+    set_autocast_cpu_enabled/_dtype, get_autocast_gpu_dtype): the same answers as torch's, with
+    a DeprecationWarning."""
+    def trace(L):
+        seen = []
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            seen.append(L.is_autocast_cpu_enabled())
+            with L.autocast("cpu", dtype=L.float16):
+                seen += [L.is_autocast_cpu_enabled(), _name(L.get_autocast_cpu_dtype())]
+            L.set_autocast_cpu_dtype(L.float16)
+            L.set_autocast_cpu_enabled(True)
+            seen += [L.is_autocast_enabled("cpu"), _name(L.get_autocast_dtype("cpu"))]
+            L.set_autocast_cpu_enabled(False)
+            L.set_autocast_cpu_dtype(L.bfloat16)
+            seen += [L.is_autocast_enabled("cpu"), _name(L.get_autocast_cpu_dtype()),
+                     _name(L.get_autocast_gpu_dtype())]
+        if L is mte:   # (torch warns once per process: not counted)
+            assert len(caught) == 9 and all(issubclass(w.category, DeprecationWarning)
+                                            for w in caught)
+        return seen
+    assert trace(mte) == trace(torch) == [False, True, "float16", True, "float16", False,
+                                          "bfloat16", "float16"]
+
+
 def test_the_cast_of_a_parameter_is_cached_within_a_region():
     mk = _maker(mte)
     x, w = mk(3, 4, grad=True), mk(5, 4, grad=True)   # (dx reads the cast of w: kept)

@@ -85,6 +85,38 @@ def clear_autocast_cache():
     _autocast.clear_cache()
 
 
+# The device-named spellings of older scripts (torch.is_autocast_cpu_enabled() and friends):
+# top-level in minitorch_edge as in torch, deprecated there with this warning.
+def _deprecated(old, new):
+    warnings.warn(f"minitorch_edge.{old}() is deprecated. Please use minitorch_edge.{new} "
+                  f"instead.", DeprecationWarning, stacklevel=3)
+
+
+def is_autocast_cpu_enabled():
+    _deprecated("is_autocast_cpu_enabled", "is_autocast_enabled('cpu')")
+    return is_autocast_enabled("cpu")
+
+
+def get_autocast_cpu_dtype():
+    _deprecated("get_autocast_cpu_dtype", "get_autocast_dtype('cpu')")
+    return get_autocast_dtype("cpu")
+
+
+def set_autocast_cpu_enabled(enabled):
+    _deprecated("set_autocast_cpu_enabled", "set_autocast_enabled('cpu', enabled)")
+    set_autocast_enabled("cpu", enabled)
+
+
+def set_autocast_cpu_dtype(dtype):
+    _deprecated("set_autocast_cpu_dtype", "set_autocast_dtype('cpu', dtype)")
+    set_autocast_dtype("cpu", dtype)
+
+
+def get_autocast_gpu_dtype():
+    _deprecated("get_autocast_gpu_dtype", "get_autocast_dtype('cuda')")
+    return get_autocast_dtype("cuda")
+
+
 def _check_dtype_type(dtype, who):
     if dtype.__class__ is not _dt.dtype:
         raise TypeError(f"{who}: dtype must be a minitorch_edge dtype (minitorch_edge.bfloat16 "
