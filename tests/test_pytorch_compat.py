@@ -292,7 +292,16 @@ def test_grad_scaler_passes_through_as_on_cpu_torch(kwargs):
     _, ow = _warnings(lambda: mte.cuda.amp.GradScaler(**kwargs))
     _, tw = _warnings(lambda: torch.cuda.amp.GradScaler(**kwargs))
     assert len(ow) == len(tw)
-    s = mte.cuda.amp.GradScaler(enabled=False)
+    kinds = []
+    for L in (mte, torch):   # every category: torch 2.13 also says FutureWarning (deprecated)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            L.cuda.amp.GradScaler(**kwargs)
+        kinds.append(sorted(w.category.__name__ for w in caught))
+    assert kinds[0] == kinds[1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        s = mte.cuda.amp.GradScaler(enabled=False)
     s.set_growth_factor(3.0)
     s.set_backoff_factor(0.25)
     s.set_growth_interval(7)

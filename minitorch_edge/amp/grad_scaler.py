@@ -10,6 +10,10 @@ halves the scale after a skipped step (`backoff_factor`) and doubles it (`growth
 ``step``. The scale is a float32 number and the growth tracker an int, updated exactly as
 PyTorch's ``_amp_update_scale_`` does, so the two scalers agree on any sequence of steps.
 A disabled scaler (``enabled=False``) passes everything through.
+
+The one deliberate difference: ``GradScaler()`` with no device scales on the CPU. PyTorch's
+default device is "cuda", which a CPU-only build disables with a warning; here every scaler
+is a CPU scaler, so the default is "cpu". ``GradScaler("cuda")`` is disabled as in PyTorch.
 """
 from collections import defaultdict
 

@@ -12,6 +12,9 @@ __all__ = ["GradScaler"]
 class GradScaler:
     def __init__(self, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5,
                  growth_interval=2000, enabled=True):
+        warnings.warn("`minitorch_edge.cuda.amp.GradScaler(args...)` is deprecated. Please use "
+                      "`minitorch_edge.amp.GradScaler('cuda', args...)` instead.", FutureWarning,
+                      stacklevel=2)   # as torch 2.13's
         if enabled:
             warnings.warn("minitorch_edge.cuda.amp.GradScaler is enabled, but CUDA is not "
                           "available.  Disabling.", UserWarning, stacklevel=2)
