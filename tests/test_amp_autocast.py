@@ -253,6 +253,43 @@ def test_device_named_state_functions_as_torch():
                                           "bfloat16", "float16"]
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16"])   # (torch's oneDNN has no float16 LSTM here)
+def test_lstm_under_autocast_as_torch(dtype):
+    """LSTM on a padded input is lower precision under CPU autocast (torch runs
+    mkldnn_rnn_layer): output, h_n and c_n in the autocast dtype; RNN and GRU stay float32;
+    the gradients reach the float32 weights."""
+    rng = np.random.default_rng(3)
+    x_np = rng.standard_normal((2, 5, 6)).astype(np.float32)
+    configs = [dict(num_layers=2, bidirectional=True), dict()]   # (proj_size, packed: not
+    #                                                 mkldnn in torch, their dtypes differ)
+    for cfg in configs:
+        results = []
+        for L in (mte, torch):
+            L.manual_seed(0)
+            lstm = L.nn.LSTM(6, 4, batch_first=True, **cfg)
+            with L.no_grad():   # the same weights in both
+                for k, p in enumerate(lstm.parameters()):
+                    p.copy_(L.tensor(np.random.default_rng(k).standard_normal(
+                        tuple(p.shape)).astype(np.float32) * 0.3))
+            x = L.tensor(x_np).requires_grad_()
+            low = getattr(L, dtype)
+            with L.autocast("cpu", dtype=low):
+                y, (h, c) = lstm(x)
+                y1 = lstm(x[0].to(low))[0]
+                gru = L.nn.GRU(6, 4)(x)[0]
+            (y.float().sum() + h.float().sum() + c.float().sum()).backward()
+            results.append(([y, h, c, y1], x.grad, lstm.weight_hh_l0.grad, gru.dtype))
+        (ours, ogx, ogw, ogru), (theirs, tgx, tgw, tgru) = results
+        assert _name(ogru) == _name(tgru) == "float32"   # (its weights differ: dtype only)
+        for o, t in zip(ours, theirs):
+            assert _name(o.dtype) == _name(t.dtype)
+            np.testing.assert_allclose(o.detach().float().numpy(), t.detach().float().numpy(),
+                                       rtol=3e-2, atol=3e-2)
+        for o, t in ((ogx, tgx), (ogw, tgw)):
+            assert _name(o.dtype) == _name(t.dtype) == "float32"
+            np.testing.assert_allclose(o.numpy(), t.numpy(), rtol=5e-2, atol=5e-2)
+
+
 def test_the_cast_of_a_parameter_is_cached_within_a_region():
     mk = _maker(mte)
     x, w = mk(3, 4, grad=True), mk(5, 4, grad=True)   # (dx reads the cast of w: kept)

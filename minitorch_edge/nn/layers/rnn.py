@@ -50,7 +50,8 @@ import warnings
 
 import numpy as np
 
-from ... import creation
+from ... import _autocast, creation
+from ... import dtypes as _dt
 from ...autograd.grad_mode import no_grad
 from ...ops.join import cat, stack
 from ...tensor import Tensor
@@ -311,6 +312,9 @@ class RNNBase(Module):
     def forward(self, input, hx=None):
         """(output, h_n) for RNN and GRU, (output, (h_n, c_n)) for LSTM; see the module
         docstring for the shapes. A PackedSequence input gives a PackedSequence output."""
+        if (self.mode == "LSTM" and _autocast.State.active is not None and not self.proj_size
+                and not isinstance(input, PackedSequence)):
+            return self._autocast_lstm(input, hx)
         name = self._get_name()
         lstm = self.mode == "LSTM"
         packed = isinstance(input, PackedSequence)
@@ -374,6 +378,26 @@ class RNNBase(Module):
             output = output.squeeze(0 if self.batch_first else 1)
             finals = tuple(f.squeeze(1) for f in finals)
         return output, (finals if lstm else finals[0])
+
+    def _autocast_lstm(self, input, hx):
+        """LSTM on a padded (not packed) input without proj_size under autocast: the case that
+        PyTorch's CPU autocast runs as mkldnn_rnn_layer, which is on its lower-precision list,
+        so output, h_n and c_n come out in the autocast dtype (RNN and GRU stay float32). Here the LSTM runs in float32
+        with autocast off, and its results are rounded once to that dtype. Gradients reach the
+        float32 weights through the casts."""
+        lower = _autocast.State.active
+
+        def f32(t):
+            return t.float() if isinstance(t, Tensor) and t.dtype in (_dt.float16, _dt.bfloat16) \
+                else t
+        if isinstance(hx, (tuple, list)):
+            hx = tuple(f32(h) for h in hx)
+        _autocast.State.active = None
+        try:
+            output, (h, c) = self.forward(f32(input), hx)
+        finally:
+            _autocast.State.active = lower
+        return output.to(lower), (h.to(lower), c.to(lower))
 
     def _run(self, x, states, sizes):
         """All layers and directions: x (T, B, I) / (B, T, I) / packed (N, I), states a tuple
