@@ -260,8 +260,8 @@ def test_lstm_under_autocast_as_torch(dtype):
     the gradients reach the float32 weights."""
     rng = np.random.default_rng(3)
     x_np = rng.standard_normal((2, 5, 6)).astype(np.float32)
-    configs = [dict(num_layers=2, bidirectional=True), dict()]   # (proj_size, packed: not
-    #                                                 mkldnn in torch, their dtypes differ)
+    # (proj_size and packed inputs are not mkldnn in torch: their dtypes differ, not tested)
+    configs = [dict(num_layers=2, bidirectional=True), dict()]
     for cfg in configs:
         results = []
         for L in (mte, torch):

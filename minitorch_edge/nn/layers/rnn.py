@@ -51,7 +51,6 @@ import warnings
 import numpy as np
 
 from ... import _autocast, creation
-from ... import dtypes as _dt
 from ...autograd.grad_mode import no_grad
 from ...ops.join import cat, stack
 from ...tensor import Tensor
@@ -382,21 +381,11 @@ class RNNBase(Module):
     def _autocast_lstm(self, input, hx):
         """LSTM on a padded (not packed) input without proj_size under autocast: the case that
         PyTorch's CPU autocast runs as mkldnn_rnn_layer, which is on its lower-precision list,
-        so output, h_n and c_n come out in the autocast dtype (RNN and GRU stay float32). Here the LSTM runs in float32
-        with autocast off, and its results are rounded once to that dtype. Gradients reach the
-        float32 weights through the casts."""
+        so output, h_n and c_n come out in the autocast dtype (RNN and GRU stay float32).
+        Here the LSTM runs as an "fp32" op (inputs to float32, autocast off) and its results
+        are rounded once to that dtype; gradients reach the float32 weights through the casts."""
         lower = _autocast.State.active
-
-        def f32(t):
-            return t.float() if isinstance(t, Tensor) and t.dtype in (_dt.float16, _dt.bfloat16) \
-                else t
-        if isinstance(hx, (tuple, list)):
-            hx = tuple(f32(h) for h in hx)
-        _autocast.State.active = None
-        try:
-            output, (h, c) = self.forward(f32(input), hx)
-        finally:
-            _autocast.State.active = lower
+        output, (h, c) = _autocast.run_with_policy("fp32", self.forward, (input, hx), {})
         return output.to(lower), (h.to(lower), c.to(lower))
 
     def _run(self, x, states, sizes):
