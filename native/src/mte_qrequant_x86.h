@@ -5,7 +5,9 @@
  *
  *   saturating left shift   compare against INT32_MAX >> left / INT32_MIN >> left, blend
  *                           (skipped when left == 0, the usual case: multipliers < 1)
- *   srdhm(x, m)             32x32 -> 64 products of the even and the odd lanes (PMULDQ);
+ *   srdhm(x, m)             32x32 -> 64 products of the even and the odd lanes (PMULDQ; the
+ *                           odd lanes moved down by a dword shuffle, which runs on p5 where
+ *                           a 64-bit shift would compete with PMULDQ for p0);
  *                           (ab + 2^30) >> 31 equals C's truncating (ab + nudge) / 2^31 for
  *                           both signs of ab (for ab < 0: trunc((ab + 1 - 2^30) / 2^31) =
  *                           floor((ab + 2^30) / 2^31)), so bits 31..62 of ab + 2^30 are the
@@ -53,7 +55,7 @@ static inline mte_qfast512 mte__qfast512(const mte_qchan *c, int32_t zp) {
 static inline __m512i mte__requant512_fast(__m512i x, const mte_qfast512 *f) {
   const __m512i two31 = _mm512_set1_epi64(1ll << 31), zero = _mm512_setzero_si512();
   const __m512i pe = _mm512_mul_epi32(x, f->m);
-  const __m512i po = _mm512_mul_epi32(_mm512_srli_epi64(x, 32), f->m);
+  const __m512i po = _mm512_mul_epi32(_mm512_shuffle_epi32(x, (_MM_PERM_ENUM)0xB1), f->m);
   __m512i te = _mm512_add_epi64(pe, f->k), to = _mm512_add_epi64(po, f->k);
   te = _mm512_mask_sub_epi64(te, _mm512_cmplt_epi64_mask(pe, zero), te, two31);
   to = _mm512_mask_sub_epi64(to, _mm512_cmplt_epi64_mask(po, zero), to, two31);
@@ -82,7 +84,8 @@ static inline __m512i mte__requant512_dot(__m512i x, const mte_qchan *c, int32_t
   }
   const __m512i m = _mm512_set1_epi64(c->mult), nudge = _mm512_set1_epi64(1ll << 30);
   __m512i even = _mm512_add_epi64(_mm512_mul_epi32(x, m), nudge);
-  __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), m), nudge);
+  const __m512i x_odd = _mm512_shuffle_epi32(x, (_MM_PERM_ENUM)0xB1);
+  __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(x_odd, m), nudge);
   x = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 31), _mm512_slli_epi64(odd, 1));
   const __m512i mask = _mm512_set1_epi32((int32_t)(((int64_t)1 << c->right) - 1));
   const __m512i rem = _mm512_and_si512(x, mask);

@@ -76,7 +76,8 @@ int64_t mte__lookup_avx512(int64_t n, const int8_t *a, const int8_t *b, const in
 static inline __m512i srdhm16(__m512i x, __m512i m64) {
   const __m512i nudge = _mm512_set1_epi64((int64_t)1 << 30);
   const __m512i even = _mm512_add_epi64(_mm512_mul_epi32(x, m64), nudge);
-  const __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), m64), nudge);
+  const __m512i x_odd = _mm512_shuffle_epi32(x, (_MM_PERM_ENUM)0xB1); /* a p5 op, not p0 */
+  const __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(x_odd, m64), nudge);
   /* bits 31..62 of each product: the low dword of even >> 31, the high dword of odd << 1 */
   return _mm512_mask_blend_epi32((__mmask16)0xAAAA, _mm512_srli_epi64(even, 31),
                                  _mm512_slli_epi64(odd, 1));
