@@ -189,7 +189,12 @@ static void chunk(const mte_convdir_kernel *k, const mte_conv2d_desc *d, const f
     t.nc = min64(CSLICE, C - c0);
     t.w = packed + (kb * C + c0) * taps * KB;
     t.bias = c0 == 0 ? b : NULL;
-    int64_t i = 0;
+    /* the weights that follow this slice in `packed` (the next slice, or the next block's
+     * first) into L2 while this slice's tiles run, a share after each tile */
+    const char *next = (const char *)(t.w + t.nc * taps * KB);
+    const int64_t lines = CSLICE * taps * KB * (int64_t)sizeof(float) / 64;
+    const int64_t share = ceil_div(lines, ceil_div(oh1 - oh0, 1) * ceil_div(ow1 - ow0, MTE_CD_PMAX));
+    int64_t i = 0, sent = 0;
     for (int64_t oh = oh0; oh < oh1; ++oh)
       for (int64_t ow = ow0; ow < ow1; ow += MTE_CD_PMAX) {
         t.p = (int)min64(MTE_CD_PMAX, ow1 - ow);
@@ -197,6 +202,8 @@ static void chunk(const mte_convdir_kernel *k, const mte_conv2d_desc *d, const f
         t.acc = acc + i * KB;
         k->tile(&t);
         i += t.p;
+        for (int64_t e = sent + share; sent < e && sent < lines; ++sent)
+          __builtin_prefetch(next + sent * 64, 0, 2);
       }
   }
   const int64_t o0 = oh0 * d->out_w + ow0, n = (oh1 - oh0) * (ow1 - ow0);

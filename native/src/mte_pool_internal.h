@@ -22,11 +22,22 @@ typedef int64_t (*mte_avgpool_row_fn)(const float *x, int64_t W, int64_t h0, int
                                       int64_t kh, int64_t kw, int64_t sw, int64_t count,
                                       float div, float *y);
 
+/*
+ * Max pooling without indices, a whole output row, borders included: y[s] for s < Wo is the
+ * maximum over rows h0 + i (i in [i_lo, i_hi), all inside the plane) and columns
+ * s*sw - pw + j (j < kw) that lie in [0, W) (dilation 1, sw = 1 or 2), with PyTorch's value
+ * (a NaN tap gives the last NaN; -inf when no column is inside). NULL = none.
+ */
+typedef void (*mte_maxpool_values_fn)(const float *x, int64_t W, int64_t h0, int64_t i_lo,
+                                      int64_t i_hi, int64_t kw, int64_t sw, int64_t pw,
+                                      int64_t Wo, float *y);
+
 /* the pool family's descriptor (a column of cpu.c's ISA table) */
 typedef struct mte_pool_kernel {
   const char *isa;
   mte_maxpool_row_fn max_row;
   mte_avgpool_row_fn avg_row;
+  mte_maxpool_values_fn max_row_values;
 } mte_pool_kernel;
 
 /* generic: no row kernels (NULL), pool.c's portable loops do every output */

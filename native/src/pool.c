@@ -10,7 +10,8 @@
  *             scan over the clipped tap ranges, computed once per row / column.
  * Interior outputs of a row go first to the active ISA's vector row kernels where the window
  * suits them (the pool family, mte__isa()->pool: src/arch/<isa>/pool_rows.c); the loops here
- * do what they leave.
+ * do what they leave. Max pooling without indices (inference) hands whole rows, borders
+ * included, to the family's max_row_values where the ISA has one.
  * Max pooling scans taps in window order (row-major), taking a value when it is greater
  * than the best so far or NaN, starting from the first real tap -- so the first maximum
  * wins ties and the last NaN wins; padding never wins (PyTorch's rules).
@@ -165,11 +166,16 @@ static void max_plane(const mte_pool2d_params *p, const mte_pool_kernel *k, cons
   interior_range(Wo, kw, sw, pw, dw, W, &sa, &sb);
   const int k22 = kh == 2 && kw == 2 && dh == 1 && dw == 1;
   const int k33 = kh == 3 && kw == 3 && dh == 1 && dw == 1;
+  const int values = !ind && k && k->max_row_values && dh == 1 && dw == 1 && sw <= 2;
   for (int64_t r = 0; r < Ho; ++r) {
     const int64_t h0 = r * sh - ph;
     int64_t i_lo, i_hi;
     tap_range(h0, kh, dh, H, &i_lo, &i_hi);
     float *yr = y + r * Wo;
+    if (values && i_lo < i_hi) { /* no indices: the whole row, borders included */
+      k->max_row_values(x, W, h0, i_lo, i_hi, kw, sw, pw, Wo, yr);
+      continue;
+    }
     int64_t *ir = ind ? ind + r * Wo : NULL;
     int64_t a = sa, b = sb;
     if (i_lo == 0 && i_hi == kh) { /* all rows inside: interior columns need no tests */

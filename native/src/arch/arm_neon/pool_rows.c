@@ -81,6 +81,6 @@ static int64_t avg_row(const float *x, int64_t W, int64_t h0, int64_t w0, int64_
   return 0;
 }
 
-const mte_pool_kernel mte_pool_kernel_neon = {"neon", max_row, avg_row};
+const mte_pool_kernel mte_pool_kernel_neon = {"neon", max_row, avg_row, NULL};
 
 #endif /* __aarch64__ */

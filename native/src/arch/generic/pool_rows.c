@@ -5,4 +5,4 @@
  */
 #include "../../mte_pool_internal.h"
 
-const mte_pool_kernel mte_pool_kernel_generic = {"generic", NULL, NULL};
+const mte_pool_kernel mte_pool_kernel_generic = {"generic", NULL, NULL, NULL};
