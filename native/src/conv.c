@@ -367,19 +367,31 @@ int mte_conv2d_forward_packed(const mte_conv2d_desc *d, const float *x, const fl
   int pieces = !direct && g.sw == 1, padded = pieces && (g.pt || g.pb || g.pl || g.pr);
   if (padded && !conv_pad_ok(&g, Hp, Wp, &plane)) pieces = padded = 0;
   int nt = mte__conv_threads((double)ny * g.KK, INT64_MAX);
-  /* threads share the output channels instead of the pixels when there are fewer images
-   * than threads and B is cheap to pack twice (1x1): 196 pixels are 7 panels, which two
-   * threads can only split 4:3, while 576 channels split evenly */
-  const int64_t msplit = direct && jobs < nt && g.Kg >= 16 * (int64_t)mr * nt
-                             ? cdiv(nt, jobs) : 1;
-  const int64_t mlen = rup(cdiv(g.Kg, msplit), mr); /* output channels per item */
   /* a 1x1 conv whose epilogue fits in registers reads x in place (mte_direct_tile): no B
    * panels; a block of pixels then spans all of K, so its width keeps K x nb within L2 */
   const int in_place = direct && k->direct &&
                        (act == MTE_ACT_NONE || act == MTE_ACT_RELU || act == MTE_ACT_RELU6);
-  const int64_t nb = in_place ? conv_split(g.HW, 48, mte__conv_direct_nb(g.KK),
-                                           cdiv(nt, jobs * msplit))
-                              : conv_split(g.HW, nr, MTE_CONV_NB_MAX, cdiv(nt, jobs * msplit));
+  /* threads share the output channels instead of the pixels when there are fewer images
+   * than threads, B is cheap to pack twice (1x1), and the channels split more evenly:
+   * 196 pixels are 7 panels, which two threads can only split 4:3 (in place, 48-pixel
+   * blocks: 96 + 96 + 4, i.e. 192:4), and 49 pixels 48:1, while 96 or 160 channels split
+   * evenly. Under 4 row tiles a thread (32 channels on 2 threads) each thread would stream
+   * all of x for too few rows (measured slower); >= 16 row tiles a thread always split */
+  int64_t msplit = 1;
+  if (direct && jobs < nt) {
+    const int64_t share = cdiv(nt, jobs);
+    const int64_t nb_pix = in_place ? conv_split_even(g.HW, 48, mte__conv_direct_nb(g.KK), share)
+                                    : conv_split_even(g.HW, nr, MTE_CONV_NB_MAX, share);
+    const int64_t mlen_ch = rup(cdiv(g.Kg, share), mr);
+    if (g.Kg >= 16 * (int64_t)mr * nt ||
+        (g.Kg >= 4 * (int64_t)mr * share &&
+         conv_balance(g.Kg, mlen_ch, share) > conv_balance(g.HW, nb_pix, share)))
+      msplit = share;
+  }
+  const int64_t mlen = rup(cdiv(g.Kg, msplit), mr); /* output channels per item */
+  const int64_t nb = in_place ? conv_split_even(g.HW, 48, mte__conv_direct_nb(g.KK),
+                                                cdiv(nt, jobs * msplit))
+                              : conv_split_even(g.HW, nr, MTE_CONV_NB_MAX, cdiv(nt, jobs * msplit));
   const int64_t nblk = cdiv(g.HW, nb), items = jobs * nblk * msplit; /* pixels/item: nb */
   if (nt > items) nt = (int)items;
   const size_t per_b = in_place ? 0 : (size_t)(kcb * rup(nb, nr));

@@ -46,6 +46,24 @@ static inline int64_t conv_split(int64_t total, int64_t unit, int64_t cap, int64
   return max64(unit, rup(cdiv(total, blocks), unit));
 }
 
+/* conv_split for `parts` threads: the number of blocks also a multiple of parts, so that a
+ * static schedule gives each thread as many blocks (3136 pixels in 3 blocks of ~1056 are
+ * 2:1 on two threads; in 4 blocks of 784, 2:2) */
+static inline int64_t conv_split_even(int64_t total, int64_t unit, int64_t cap, int64_t parts) {
+  const int64_t b = conv_split(total, unit, cap, parts), blocks = cdiv(total, b);
+  if (parts <= 1 || blocks % parts == 0) return b;
+  return max64(unit, rup(cdiv(total, rup(blocks, parts)), unit));
+}
+
+/* How evenly `parts` threads share `total` units cut in blocks of `block` (OpenMP's static
+ * schedule: whole blocks, at most cdiv(blocks, parts) each): total / (parts x the largest
+ * share), 1 = even. */
+static inline double conv_balance(int64_t total, int64_t block, int64_t parts) {
+  const int64_t blocks = cdiv(total, max64(block, 1)), per = cdiv(blocks, max64(parts, 1));
+  const int64_t most = min64(total, per * block);
+  return (double)total / ((double)parts * (double)max64(most, 1));
+}
+
 /* Output pixels q in [0, n) read input columns iw0 + q*sw; those inside [0, W) are [lo, hi). */
 static inline void conv_clip(int64_t iw0, int64_t sw, int64_t W, int64_t n, int64_t *lo,
                              int64_t *hi) {
