@@ -129,6 +129,50 @@ def test_int8_with_amx_masked_off_gives_the_same_bytes():
 
 
 @SETTINGS
+@given(st.integers(1, 3), st.integers(1, 5), st.integers(1, 40), st.integers(1, 34),
+       st.booleans(), st.integers(0, 2 ** 16))
+def test_narrow_depthwise3x3_equals_twin(n, c, h, wd, fast, seed):
+    """Stride 1, padding 1, rows of at most 32 (MobileNetV2's 7, 14 and 28): the copy-free
+    route of the VNNI kernel (windows permuted out of two loads, chunks of rows, the rows
+    above and below the plane filled with x_zp), every chunk count and last-chunk height;
+    fast: multipliers from real ratios (the one-rounding requantization), else any."""
+    rng = np.random.default_rng(seed)
+    x, w = i8(rng, (n, c, h, wd)), i8(rng, (c, 1, 3, 3), -127)
+    bias, m, shift = channel_params(rng, c, big_bias=not fast and rng.random() < 0.3)
+    if fast:
+        for o in range(c):
+            m[o], shift[o] = ref.quantize_multiplier(float(rng.uniform(1e-4, 0.05)))
+    args = (x, int(rng.integers(-128, 128)), w, bias, m, shift, int(rng.integers(-128, 128)),
+            -128, 127, (1, 1), (1, 1, 1, 1), (1, 1), c)
+    same_on_every_isa(lambda: nat.qconv2d(*args), lambda: ref.qconv2d(*args))
+
+
+def test_depthwise_without_vbmi_gives_the_same_bytes():
+    """MTE_CPU_DISABLE=avx512_vbmi (a Cascade Lake: VNNI without byte permutes) runs the
+    copy kernel on narrow planes: the same bytes as the permute route."""
+    import os
+    import subprocess
+    import sys
+    code = ("import numpy as np, hashlib; from minitorch_edge.backend import native_int8 as q\n"
+            "r = np.random.default_rng(5)\n"
+            "out = []\n"
+            "for h, wd in ((7, 7), (14, 14), (28, 28), (3, 32), (40, 1)):\n"
+            "    x = r.integers(-128, 128, (2, 6, h, wd), dtype=np.int8)\n"
+            "    w = r.integers(-127, 128, (6, 1, 3, 3), dtype=np.int8)\n"
+            "    b = r.integers(-9999, 9999, 6).astype(np.int32)\n"
+            "    m = np.full(6, 1 << 30, np.int32); s = np.full(6, -9, np.int32)\n"
+            "    out.append(q.qconv2d(x, 3, w, b, m, s, -5, -128, 127, (1, 1), (1, 1, 1, 1),"
+            " (1, 1), 6).tobytes())\n"
+            "print(hashlib.sha256(b''.join(out)).hexdigest())\n")
+    digests = set()
+    for mask in ("", "avx512_vbmi"):
+        env = dict(os.environ, MTE_CPU_DISABLE=mask)
+        digests.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                                   text=True, timeout=120, check=True).stdout.strip())
+    assert len(digests) == 1
+
+
+@SETTINGS
 @given(st.integers(1, 6), st.integers(1, 20), st.integers(1, 70), st.integers(1, 2),
        st.integers(0, 1), st.integers(0, 2 ** 16))
 def test_depthwise3x3_equals_twin(c, h, wd, stride, pad, seed):

@@ -79,6 +79,8 @@ MTE_API const char *mte_status_string(int status); /* "MTE_EINVAL: invalid argum
 /* AMX (Sapphire Rapids and later): tiles, with Linux's permission for their state granted */
 #define MTE_CPU_AMX_BF16 (1ull << 13)
 #define MTE_CPU_AMX_INT8 (1ull << 14)
+/* AVX-512 VBMI (Ice Lake, Zen 4 and later; not Skylake-X / Cascade Lake): byte permutes */
+#define MTE_CPU_AVX512_VBMI (1ull << 15)
 #define MTE_CPU_NEON (1ull << 20)
 #define MTE_CPU_ARM_DOTPROD (1ull << 21)
 #define MTE_CPU_ARM_FP16 (1ull << 22)

@@ -106,6 +106,15 @@ MTE_API int mte_qconv2d_run(const mte_qconv2d_plan *plan, const mte_conv2d_desc 
                             const int8_t *x, int32_t x_zero_point, const int32_t *bias,
                             const mte_requant *rq, int8_t *y, mte_arena *arena);
 MTE_API void mte_qconv2d_free(mte_qconv2d_plan *plan); /* NULL is fine */
+/* For an engine whose conv never changes: bind computes the per-channel constants (bias,
+ * multiplier and shift, the compensation of x_zero_point) once and keeps them in the plan
+ * with a copy of d and rq's zero point and clamp (rq's arrays are not kept); run_bound is
+ * then mte_qconv2d_run with those arguments, bit for bit. Binding again replaces them.
+ * run_bound returns MTE_EINVAL for an unbound plan or after the active ISA changed. */
+MTE_API int mte_qconv2d_bind(mte_qconv2d_plan *plan, const mte_conv2d_desc *d,
+                             int32_t x_zero_point, const int32_t *bias, const mte_requant *rq);
+MTE_API int mte_qconv2d_run_bound(const mte_qconv2d_plan *plan, const int8_t *x, int8_t *y,
+                                  mte_arena *arena);
 MTE_API int mte_qconv2d(const mte_conv2d_desc *d, const int8_t *x, int32_t x_zero_point,
                         const int8_t *w, const int32_t *bias, const mte_requant *rq, int8_t *y,
                         mte_arena *arena);

@@ -1,6 +1,7 @@
 /*
  * ops_qlayers.c - the int8 layers of the C runtime (graph/opset_quant.py): mte.QLinearConv and
- * mte.QLinearGemm on weights prepared once (mte_qconv2d_prepare; at a few rows
+ * mte.QLinearGemm on weights prepared once (mte_qconv2d_prepare, the requantisation bound
+ * to the plan once too: mte_qconv2d_bind; at a few rows
  * mte_qgemv_prepare, which also folds the bias and requantisation in), mte.QLinearAdd (its
  * parameters and lookup table made once, mte_qadd_run), mte.QLinearAveragePool and
  * mte.QLinearGlobalAveragePool. Their multipliers come from the constant scales as in Python
@@ -82,8 +83,7 @@ static int qlayer_params(rt_prep *p, int64_t o, qlayer_state *s) {
 
 static int run_qconv(const rt_step *s, void *const *ptr) {
   const qlayer_state *q = s->state;
-  return mte_qconv2d_run(q->plan, &q->desc, ptr[s->node->inputs[0]], q->x_zp, q->bias, &q->rq,
-                         ptr[s->node->outputs[0]], NULL);
+  return mte_qconv2d_run_bound(q->plan, ptr[s->node->inputs[0]], ptr[s->node->outputs[0]], NULL);
 }
 
 /* Conv's geometry attributes (rt_conv_desc), and a reduction the int8 kernels can take. */
@@ -115,6 +115,8 @@ int rt_prepare_mte_QLinearConv(rt_prep *p) {
     return rt_q_libmte_fail(p, st, "mte_qconv2d_prepare");
   p->step->state = s;
   p->step->release = release_qlayer;
+  if ((st = mte_qconv2d_bind(s->plan, &s->desc, s->x_zp, s->bias, &s->rq)) != MTE_OK)
+    return rt_q_libmte_fail(p, st, "mte_qconv2d_bind");
   p->step->run = run_qconv;
   p->step->kernel = "qconv2d";
   return MTE_OK;

@@ -52,7 +52,7 @@ static const char *const k_feature_names[64] = {
     [0] = "sse2",         [1] = "sse4.1",       [2] = "avx",          [3] = "avx2",
     [4] = "fma",          [5] = "f16c",         [6] = "avx512f",      [7] = "avx512bw",
     [8] = "avx512dq",     [9] = "avx512vl",     [10] = "avx512_vnni", [11] = "avx512_bf16",
-    [12] = "avx_vnni",    [13] = "amx_bf16",    [14] = "amx_int8",    [20] = "neon",        [21] = "asimddp",     [22] = "fp16",
+    [12] = "avx_vnni",    [13] = "amx_bf16",    [14] = "amx_int8",    [15] = "avx512_vbmi", [20] = "neon",        [21] = "asimddp",     [22] = "fp16",
     [23] = "i8mm",        [24] = "sve",          [25] = "bf16",
 };
 
@@ -108,6 +108,7 @@ static uint64_t detect_features(void) {
     if (ebx7 & (1u << 30)) f |= MTE_CPU_AVX512BW;
     if (ebx7 & (1u << 31)) f |= MTE_CPU_AVX512VL;
     if (ecx7 & (1u << 11)) f |= MTE_CPU_AVX512_VNNI;
+    if (ecx7 & (1u << 1)) f |= MTE_CPU_AVX512_VBMI;
   }
   const unsigned int edx7 = d;
   __cpuid_count(7, 1, a, b, c, d);

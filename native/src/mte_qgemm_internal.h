@@ -19,6 +19,15 @@
 #include "mte_conv_internal.h"
 #include "mte_quant_internal.h"
 
+/* a conv's requantization bound to its plan (mte_qconv2d_bind): the channels, computed once */
+typedef struct mte_qbound {
+  mte_qchan *chan;          /* NULL: not bound */
+  mte_conv2d_desc desc;
+  int32_t x_zp, zp, lo, hi; /* input and output zero points, clamp */
+  int dw;                   /* the channels are the depthwise route's */
+  const mte_isa *isa;       /* the row the channels were made for */
+} mte_qbound;
+
 struct mte_qconv2d_plan {
   const mte_qgemm_kernel *k; /* the microkernel the panels were packed for */
   int64_t O, Cg, kh, kw, G;  /* weight (O, Cg, kh, kw), groups */
@@ -28,6 +37,7 @@ struct mte_qconv2d_plan {
   int32_t *wsum;             /* O row sums (for the zero-point compensation) */
   int8_t *w3x3;              /* depthwise 3x3 weights (O x 9), or NULL */
   void *mem;
+  mte_qbound bound;
 };
 
 enum { QSRC_ROWS, QSRC_IM2COL, QSRC_TRANS, QSRC_FLAT };

@@ -204,10 +204,33 @@ static inline int64_t mte__qdw_cols(const mte_qdw_plane *a) {
 #define MTE_QDW_TAIL 160
 #define MTE_QDW_TAIL_U8 256
 
+/* The narrow-plane route (stride 1, padding 1 on every side, W <= MTE_QDW_TAB_MAX_W): no
+ * copy of the plane. A chunk is R output rows; its R + 2 input rows ((R + 2) * W <= 127
+ * bytes, rows outside the plane filled with x_zp) are two masked loads, and each of the 6
+ * vectors the flat kernel would load from a padded copy (tap row i, offset 0 or 2) is one
+ * two-register byte permute of them with a fixed index vector (win; index 127, never a
+ * loaded byte, is the x_zp padding). The results go to y through one more permute (out),
+ * which also undoes the order of the packs, and one masked store of R * W bytes. The tables
+ * depend only on H, W: the driver builds them once per call (qdepthwise.c). */
+#define MTE_QDW_TAB_MAX_W 32
+typedef struct mte_qdw_tab {
+  int64_t H, W, R, C;   /* plane size, rows per chunk, channels */
+  uint8_t win[6][64];   /* window 2i + s/2: lane byte b = padded (row r0 - 1 + i, col b + s) */
+  uint8_t out[64];      /* output byte o of a chunk <- byte out[o] of the packed results */
+  const int8_t *x, *w3x3; /* planes (H x W each, n * C + c), taps (C x 9) */
+  const mte_qchan *chan;  /* C channels (comp: the x_offset 128 compensation) */
+  int32_t x_zp, zp, lo, hi;
+  int8_t *y;              /* planes H x W */
+} mte_qdw_tab;
+
 typedef struct mte_qdw_kernel {
   const char *isa;
   void (*plane)(const mte_qdw_plane *p);
   int x_offset; /* 0: the int16 plane p of x - x_zp; 128: the byte plane u of x ^ 0x80 */
+  /* planes [p0, p1) by the narrow-plane route, or NULL (x_offset 128 kernels only), and the
+   * CPU features it needs beyond the ISA's */
+  void (*planes_tab)(const mte_qdw_tab *t, int64_t p0, int64_t p1);
+  uint64_t tab_needs;
 } mte_qdw_kernel;
 
 extern const mte_qgemm_kernel mte_qgemm_kernel_generic;

@@ -44,42 +44,95 @@ static int check(const mte_qconv2d_plan *p, const mte_conv2d_desc *d, conv_geom 
   return MTE_OK;
 }
 
+/* the channels of each group, padded to its panels (depthwise: one per channel, dw set);
+ * NULL when out of memory */
+static mte_qchan *make_chan(const mte_qconv2d_plan *p, const conv_geom *g, int32_t x_zp,
+                            const int32_t *bias, const mte_requant *rq, int *dw) {
+  const mte_qgemm_kernel *k = p->k;
+  *dw = p->w3x3 && mte__qdepthwise3x3_applies(g);
+  mte_qchan *chan =
+      (mte_qchan *)malloc((size_t)(*dw ? g->K : g->G * p->panels * k->mr) * sizeof(mte_qchan));
+  if (!chan) return NULL;
+  if (*dw) { /* a byte-plane depthwise kernel reads x + 128: its compensation as qgemm's */
+    const int xo = mte__isa()->qdepthwise->x_offset;
+    mte__qchan_fill(chan, g->K, g->K, xo ? p->wsum : NULL, x_zp + xo, bias, rq, 9);
+    return chan;
+  }
+  for (int64_t gi = 0; gi < g->G; ++gi) {
+    mte_requant sub = *rq;
+    sub.multiplier += gi * g->Kg, sub.shift += gi * g->Kg;
+    mte__qchan_fill(chan + gi * p->panels * k->mr, g->Kg, p->panels * k->mr,
+                    p->wsum + gi * g->Kg, x_zp + k->x_offset,
+                    bias ? bias + gi * g->Kg : NULL, &sub, p->K);
+  }
+  return chan;
+}
+
+/* the descriptor, zero point and requantization are valid for the plan, and x, y do not
+ * overlap; *empty: nothing to compute */
+static int check_run(const mte_qconv2d_plan *p, const mte_conv2d_desc *d, int32_t x_zp,
+                     const mte_requant *rq, conv_geom *g) {
+  if (!p) return MTE_EINVAL;
+  int st = check(p, d, g);
+  if (st != MTE_OK) return st;
+  if (!mte__q_zp_ok(x_zp) || mte__qcheck_requant(rq, g->K) != MTE_OK) return MTE_EINVAL;
+  return MTE_OK;
+}
+
+static int run_chan(const mte_qconv2d_plan *p, const conv_geom *gp, const int8_t *x,
+                    int32_t x_zp, const mte_qchan *chan, int dw, const mte_requant *rq,
+                    int8_t *y, mte_arena *arena);
+
 int mte_qconv2d_run(const mte_qconv2d_plan *p, const mte_conv2d_desc *d, const int8_t *x,
                     int32_t x_zp, const int32_t *bias, const mte_requant *rq, int8_t *y,
                     mte_arena *arena) {
   conv_geom g;
-  if (!p) return MTE_EINVAL;
-  int st = check(p, d, &g);
+  int st = check_run(p, d, x_zp, rq, &g), dw;
   if (st != MTE_OK) return st;
-  if (!mte__q_zp_ok(x_zp) || mte__qcheck_requant(rq, g.K) != MTE_OK) return MTE_EINVAL;
+  if (g.N * g.K * g.HW == 0) return MTE_OK;
+  mte_qchan *chan = make_chan(p, &g, x_zp, bias, rq, &dw);
+  if (!chan) return MTE_ENOMEM;
+  st = run_chan(p, &g, x, x_zp, chan, dw, rq, y, arena);
+  free(chan);
+  return st;
+}
+
+int mte_qconv2d_bind(mte_qconv2d_plan *p, const mte_conv2d_desc *d, int32_t x_zp,
+                     const int32_t *bias, const mte_requant *rq) {
+  conv_geom g;
+  int st = check_run(p, d, x_zp, rq, &g), dw;
+  if (st != MTE_OK) return st;
+  mte_qchan *chan = make_chan(p, &g, x_zp, bias, rq, &dw);
+  if (!chan) return MTE_ENOMEM;
+  free(p->bound.chan);
+  p->bound = (mte_qbound){chan, *d, x_zp, rq->zero_point, rq->act_min, rq->act_max, dw,
+                          mte__isa()};
+  return MTE_OK;
+}
+
+int mte_qconv2d_run_bound(const mte_qconv2d_plan *p, const int8_t *x, int8_t *y,
+                          mte_arena *arena) {
+  conv_geom g;
+  if (!p || !p->bound.chan || p->bound.isa != mte__isa()) return MTE_EINVAL;
+  int st = check(p, &p->bound.desc, &g);
+  if (st != MTE_OK) return st;
+  if (g.N * g.K * g.HW == 0) return MTE_OK;
+  const mte_requant rq = {NULL, NULL, p->bound.zp, p->bound.lo, p->bound.hi};
+  return run_chan(p, &g, x, p->bound.x_zp, p->bound.chan, p->bound.dw, &rq, y, arena);
+}
+
+/* the convolution on channels made by make_chan (rq: zero point and clamp only) */
+static int run_chan(const mte_qconv2d_plan *p, const conv_geom *gp, const int8_t *x,
+                    int32_t x_zp, const mte_qchan *chan, int dw, const mte_requant *rq,
+                    int8_t *y, mte_arena *arena) {
+  const conv_geom g = *gp;
+  int st;
   const int64_t nx = g.N * g.C * g.HWi, ny = g.N * g.K * g.HW;
-  if (ny == 0) return MTE_OK;
   if (!y || (nx && !x)) return MTE_EINVAL;
   if (nx && (uintptr_t)x < (uintptr_t)y + (uintptr_t)ny && (uintptr_t)y < (uintptr_t)x + (uintptr_t)nx)
     return MTE_EINVAL;
-
   const mte_qgemm_kernel *k = p->k;
-  const int64_t padded = g.G * p->panels * k->mr;
-  const int dw = p->w3x3 && mte__qdepthwise3x3_applies(&g);
-  mte_qchan *chan = (mte_qchan *)malloc((size_t)(dw ? g.K : padded) * sizeof(mte_qchan));
-  if (!chan) return MTE_ENOMEM;
-  /* the channels of each group, padded to its panels (depthwise: one per channel) */
-  if (dw) { /* a byte-plane depthwise kernel reads x + 128: its compensation as qgemm's */
-    const int xo = mte__isa()->qdepthwise->x_offset;
-    mte__qchan_fill(chan, g.K, g.K, xo ? p->wsum : NULL, x_zp + xo, bias, rq, 9);
-  }
-  for (int64_t gi = 0; gi < (dw ? 0 : g.G); ++gi) {
-    mte_requant sub = *rq;
-    sub.multiplier += gi * g.Kg, sub.shift += gi * g.Kg;
-    mte__qchan_fill(chan + gi * p->panels * k->mr, g.Kg, p->panels * k->mr,
-                    p->wsum + gi * g.Kg, x_zp + k->x_offset,
-                    bias ? bias + gi * g.Kg : NULL, &sub, p->K);
-  }
-  if (dw) {
-    st = mte__qdepthwise3x3(&g, p, x, x_zp, chan, rq, y, arena);
-    free(chan);
-    return st;
-  }
+  if (dw) return mte__qdepthwise3x3(&g, p, x, x_zp, chan, rq, y, arena);
 
   const int pointwise = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 &&
                         g.pl == 0 && g.Ho == g.H && g.Wo == g.W;
@@ -105,10 +158,7 @@ int mte_qconv2d_run(const mte_qconv2d_plan *p, const mte_conv2d_desc *d, const i
   const size_t xbytes = (size_t)(g.N * g.C * fplane);
   qscratch s;
   uint8_t *buf = (uint8_t *)mte__qscratch_open(&s, arena, xbytes + per * (size_t)nt, &st);
-  if (!buf) {
-    free(chan);
-    return st;
-  }
+  if (!buf) return st;
   int8_t *xpad = (int8_t *)buf + per * (size_t)nt;
   if (flat)
     for (int64_t pl = 0; pl < g.N * g.C; ++pl) {
@@ -160,9 +210,7 @@ int mte_qconv2d_run(const mte_qconv2d_plan *p, const mte_conv2d_desc *d, const i
         f += run;
       }
   }
-  st = mte__qscratch_close(&s);
-  free(chan);
-  return st;
+  return mte__qscratch_close(&s);
 }
 
 int mte_qconv2d(const mte_conv2d_desc *d, const int8_t *x, int32_t x_zp, const int8_t *w,

@@ -11,6 +11,9 @@
  * is one widening pass and one row copy. Planes are independent: the unit of threading.
  * A kernel of x_offset 128 takes the same layout in bytes, x ^ 0x80 padded with x_zp + 128
  * (its channels' comp then holds -(x_zp + 128) * sum(w): qconv.c).
+ * Narrow planes (stride 1, padding 1, W <= MTE_QDW_TAB_MAX_W) skip the copy where the kernel
+ * has planes_tab: the windows are permuted out of two loads (mte_qdw_tab; at 7 x 7 the copy
+ * and the row stores were most of a plane's time).
  */
 #include <string.h>
 
@@ -44,10 +47,54 @@ static flat layout(const conv_geom *g, int64_t tail) {
   return f;
 }
 
+/* the narrow-plane route applies: stride 1, padding 1 on all sides, a narrow row */
+static int tab_applies(const mte_qdw_kernel *k, const conv_geom *g) {
+  return k->planes_tab && (mte_cpu_features() & k->tab_needs) == k->tab_needs && g->sh == 1 &&
+         g->sw == 1 && g->pt == 1 && g->pl == 1 &&
+         g->Ho == g->H && g->Wo == g->W && g->W >= 1 && g->W <= MTE_QDW_TAB_MAX_W;
+}
+
+/* The index tables of mte_qdw_tab for an H x W plane. Chunk rows R: the flat outputs of a
+ * chunk (pitch p = W + 2, as the copy kernels' layout) fit 64 lanes, its input rows 127
+ * bytes. Window (i, s), lane byte b: flat padded position q = b + s + i * p, padded row
+ * q / p (input row r0 - 1 + q / p), column q % p (0 and W + 1: padding). After the packs
+ * (narrow() below), byte 16 m + 4 k + i' holds flat output 16 m + 4 i' + k. */
+static void tab_build(mte_qdw_tab *t, int64_t H, int64_t W) {
+  const int64_t p = W + 2;
+  int64_t R = 64 / p;
+  if (R > 127 / W - 2) R = 127 / W - 2;
+  if (R > H) R = H;
+  t->H = H, t->W = W, t->R = R;
+  for (int i = 0; i < 3; ++i)
+    for (int s = 0; s < 2; ++s)
+      for (int64_t b = 0; b < 64; ++b) {
+        const int64_t q = b + 2 * s + i * p, row = q / p, col = q % p;
+        t->win[2 * i + s][b] = (uint8_t)(row >= R + 2 || col == 0 || col == W + 1
+                                             ? 127 : row * W + col - 1);
+      }
+  for (int64_t o = 0; o < 64; ++o) {
+    const int64_t f = o < R * W ? (o / W) * p + o % W : 0;
+    t->out[o] = (uint8_t)(16 * (f / 16) + 4 * (f % 4) + (f % 16) / 4);
+  }
+}
+
 int mte__qdepthwise3x3(const conv_geom *g, const mte_qconv2d_plan *p, const int8_t *x,
                        int32_t x_zp, const mte_qchan *chan, const mte_requant *rq, int8_t *y,
                        mte_arena *arena) {
   const mte_qdw_kernel *k = mte__isa()->qdepthwise;
+  if (tab_applies(k, g)) {
+    mte_qdw_tab t;
+    tab_build(&t, g->H, g->W);
+    t.C = g->C, t.x = x, t.w3x3 = p->w3x3, t.chan = chan, t.x_zp = x_zp, t.zp = rq->zero_point;
+    t.lo = rq->act_min, t.hi = rq->act_max, t.y = y;
+    const int64_t planes = g->N * g->C;
+    const int nt = mte__threads_for((double)planes * g->HW * 9, 64.0 * 64.0 * 64.0, planes);
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+#endif
+    for (int j = 0; j < nt; ++j) k->planes_tab(&t, planes * j / nt, planes * (j + 1) / nt);
+    return MTE_OK;
+  }
   const int64_t planes = g->N * g->C;
   const int u8 = k->x_offset == 128;
   const flat f = layout(g, u8 ? MTE_QDW_TAIL_U8 : MTE_QDW_TAIL);

@@ -62,7 +62,7 @@ int mte__qplan_make(int64_t O, int64_t Cg, int64_t kh, int64_t kw, int64_t G, co
   mte_qconv2d_plan *p = (mte_qconv2d_plan *)mem;
   uint8_t *base = (uint8_t *)(((uintptr_t)(p + 1) + 63) & ~(uintptr_t)63);
   *p = (mte_qconv2d_plan){k, O, Cg, kh, kw, G, Og, K, kg, panels, (int8_t *)base,
-                          (int32_t *)(base + mte__q_align(pack)), NULL, mem};
+                          (int32_t *)(base + mte__q_align(pack)), NULL, mem, {0}};
   if (dw) p->w3x3 = (int8_t *)(base + mte__q_align(pack) + mte__q_align((size_t)O * 4));
   memset(p->wpack, 0, pack);
   const int mr = k->mr;
@@ -86,7 +86,10 @@ int mte__qplan_make(int64_t O, int64_t Cg, int64_t kh, int64_t kw, int64_t G, co
 }
 
 void mte_qconv2d_free(mte_qconv2d_plan *plan) {
-  if (plan) free(plan->mem);
+  if (plan) {
+    free(plan->bound.chan);
+    free(plan->mem);
+  }
 }
 
 int mte__qcheck_requant(const mte_requant *rq, int64_t channels) {

@@ -414,7 +414,34 @@ static void test_conv(const char *isa) {
   mte_conv2d_desc d2 = d;
   d2.in_channels = 16, d2.groups = 2;
   CHECK(mte_qconv2d_run(p, &d2, x, 0, NULL, &rq, y, NULL) == MTE_EINVAL, "shape mismatch");
+  /* bound (a GEMM conv and a narrow depthwise one): the bytes of run; unbound, a changed
+   * ISA or a bad bind: refused, the plan unchanged */
+  int8_t *y2 = out_buf(12 * 36);
+  int32_t bias[12];
+  for (int o = 0; o < 12; ++o) bias[o] = 150 * o - 900;
+  CHECK(mte_qconv2d_run_bound(p, x, y2, NULL) == MTE_EINVAL, "unbound plan refused");
+  CHECK(mte_qconv2d_bind(p, &d2, -7, bias, &rq) == MTE_EINVAL, "bind: shape mismatch");
+  CHECK(mte_qconv2d_bind(p, &d, -7, bias, &rq) == MTE_OK, "bind");
+  CHECK(mte_qconv2d_run(p, &d, x, -7, bias, &rq, y, NULL) == MTE_OK &&
+            mte_qconv2d_run_bound(p, x, y2, NULL) == MTE_OK && memcmp(y, y2, 12 * 36) == 0,
+        "%s: bound run equals run", isa);
+  if (strcmp(isa, "generic") != 0) {
+    CHECK(mte_set_isa("generic") == MTE_OK, "generic");
+    CHECK(mte_qconv2d_run_bound(p, x, y2, NULL) == MTE_EINVAL, "bound to another ISA: refused");
+    CHECK(mte_set_isa(isa) == MTE_OK, "back to %s", isa);
+  }
   mte_qconv2d_free(p);
+  shape dws = {2, 8, 6, 7, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 8};
+  desc_of(&dws, &d);
+  int8_t *wd = bytes(8 * 9, -127, 127);
+  CHECK(mte_qconv2d_prepare(&d, wd, &p) == MTE_OK && mte_qconv2d_bind(p, &d, 5, bias, &rq) == MTE_OK,
+        "depthwise bind");
+  int8_t *xd = bytes(2 * 8 * 42, -128, 127), *yd = out_buf(2 * 8 * 42), *yd2 = out_buf(2 * 8 * 42);
+  CHECK(mte_qconv2d_run(p, &d, xd, 5, bias, &rq, yd, NULL) == MTE_OK &&
+            mte_qconv2d_run_bound(p, xd, yd2, NULL) == MTE_OK && memcmp(yd, yd2, 2 * 8 * 42) == 0,
+        "%s: bound depthwise run equals run", isa);
+  mte_qconv2d_free(p);
+  free(wd), free(xd), free(yd), free(yd2), free(y2);
   free(x), free(w), free(y);
   CHECK(fails == 0, "%s: %d conv cases failed", isa, fails);
 }

@@ -18,6 +18,9 @@
  * permute for stride 2), clamped 64 bytes at a time and stored straight into y's rows
  * (store_rows: the line is not used); the driver's layout leaves MTE_QDW_TAIL_U8 bytes for
  * the loads past the last output.
+ * Narrow stride-1 planes (W <= MTE_QDW_TAB_MAX_W) take qdw_tab_avx512vnni instead: no copy,
+ * the windows permuted out of two loads (VPERMI2B: that function alone is compiled for
+ * AVX-512 VBMI, which the driver checks: Cascade Lake has VNNI without it).
  * Compiled with the AVX-512 flags plus -mavx512vnni.
  */
 #include "../../mte_quant_internal.h"
@@ -153,8 +156,73 @@ static void qdw_plane_avx512vnni(const mte_qdw_plane *a) {
 #undef REQ
 }
 
+/* lanes lo <= k < hi of 64 (none when hi <= lo) */
+static inline __mmask64 span64(int64_t lo, int64_t hi) {
+  if (lo < 0) lo = 0;
+  return hi <= lo ? 0 : lanes64(hi) & ~lanes64(lo);
+}
+
+/* Planes [p0, p1) of a narrow stride-1 conv (mte_qdw_tab): per chunk of R output rows, the
+ * R + 2 input rows from s0 = (r0 - 1) * W in two masked loads filled with x_zp (the rows
+ * above and below the plane too), x ^ 0x80, the 6 windows by VPERMI2B (index 127: the
+ * fill), the same 4 accumulators and requantization as the flat kernel, and one VPERMB
+ * that compacts the R rows (pitch W + 2 in the lanes) and orders them for one store. */
+__attribute__((target("avx512vbmi"))) static void qdw_tab_avx512vnni(const mte_qdw_tab *t,
+                                                                     int64_t p0, int64_t p1) {
+  const int64_t H = t->H, W = t->W, R = t->R, C = t->C, HW = H * W, L = (R + 2) * W;
+  const int32_t zp = t->zp, lo32 = t->lo, hi32 = t->hi;
+  const __m512i fill = _mm512_set1_epi8((char)t->x_zp), flip = _mm512_set1_epi8((char)0x80);
+  const __m512i lo = _mm512_set1_epi8((char)t->lo), hi = _mm512_set1_epi8((char)t->hi);
+  const __m512i out = LD(t->out);
+  __m512i win[6];
+  for (int i = 0; i < 6; ++i) win[i] = LD(t->win[i]);
+  const mte_qchan shift1 = {.right = 1}; /* a slow channel's unused constants, defined */
+  for (int64_t pl = p0; pl < p1; ++pl) {
+    const int64_t c = pl % C;
+    const mte_qchan ch = t->chan[c];
+    const int fast = ch.fast;
+    const mte_qfast512 f = mte__qfast512(fast ? &ch : &shift1, zp);
+    const __m512i comp = _mm512_set1_epi32(ch.comp);
+    const int8_t *w = t->w3x3 + 9 * c;
+    __m512i wa[3], wb[3];
+    for (int i = 0; i < 3; ++i) {
+      wa[i] = quad(w[3 * i], w[3 * i + 1], w[3 * i + 2], 0);
+      wb[i] = quad(0, w[3 * i], w[3 * i + 1], w[3 * i + 2]);
+    }
+    const uintptr_t x = (uintptr_t)(t->x + pl * HW); /* loads before the plane: masked off */
+    int8_t *const y = t->y + pl * HW;
+    for (int64_t r0 = 0; r0 < H; r0 += R) {
+      const int64_t s0 = (r0 - 1) * W, end = HW - s0 < L ? HW - s0 : L; /* bytes [.., end) */
+      const __m512i a = _mm512_xor_si512(
+          _mm512_mask_loadu_epi8(fill, span64(-s0, end < 64 ? end : 64),
+                                 (const void *)(x + (uintptr_t)s0)), flip);
+      const __m512i b = _mm512_xor_si512(
+          _mm512_mask_loadu_epi8(fill, span64(-s0 - 64, end - 64),
+                                 (const void *)(x + (uintptr_t)(s0 + 64))), flip);
+      __m512i a0 = comp, a1 = comp, a2 = comp, a3 = comp;
+#pragma GCC unroll 3
+      for (int i = 0; i < 3; ++i) {
+        const __m512i l0 = _mm512_permutex2var_epi8(a, win[2 * i], b);
+        const __m512i l2 = _mm512_permutex2var_epi8(a, win[2 * i + 1], b);
+        a0 = _mm512_dpbusd_epi32(a0, l0, wa[i]);
+        a1 = _mm512_dpbusd_epi32(a1, l0, wb[i]);
+        a2 = _mm512_dpbusd_epi32(a2, l2, wa[i]);
+        a3 = _mm512_dpbusd_epi32(a3, l2, wb[i]);
+      }
+#define REQ(v) (fast ? mte__requant512_fast(v, &f) : mte__requant512_dot(v, &ch, zp, lo32, hi32))
+      const __m512i v = _mm512_packs_epi16(_mm512_packs_epi32(REQ(a0), REQ(a1)),
+                                           _mm512_packs_epi32(REQ(a2), REQ(a3)));
+#undef REQ
+      const int64_t rows = H - r0 < R ? H - r0 : R;
+      _mm512_mask_storeu_epi8(y + r0 * W, lanes64(rows * W),
+                              _mm512_permutexvar_epi8(out, clamp8(v, lo, hi)));
+    }
+  }
+}
+
 #undef LD
 
 const mte_qdw_kernel mte_qdw_kernel_avx512vnni = {
-    .isa = "avx512vnni", .plane = qdw_plane_avx512vnni, .x_offset = 128};
+    .isa = "avx512vnni", .plane = qdw_plane_avx512vnni, .x_offset = 128,
+    .planes_tab = qdw_tab_avx512vnni, .tab_needs = MTE_CPU_AVX512_VBMI};
 #endif
