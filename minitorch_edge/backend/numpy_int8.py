@@ -14,15 +14,8 @@ so real 0 is exactly the code zero_point. A conv (or linear) layer y = x * w + b
 with bias_q = round(bias / (x_scale w_scale)) an int32 and w symmetric (w_zp = 0, codes in
 [-127, 127]). acc is an exact int32 dot product; only the final multiplication by the real
 number M needs care. TFLite writes M = m * 2**(shift - 31) with an int32 m in [2**30, 2**31)
-(quantize_multiplier) and computes M * acc with integers only (mbqm):
-
-    srdhm   SaturatingRoundingDoublingHighMul: round(acc * m / 2**31), the high half of the
-            doubled 64-bit product, rounded (ties upwards: 2.5 -> 3, -2.5 -> -2), saturated
-            in the one case that overflows (INT32_MIN * INT32_MIN)
-    rdbpot  RoundingDivideByPOT: round(x / 2**e) for the negative part of shift (ties away
-            from zero), with shifts and masks only
-    mbqm    MultiplyByQuantizedMultiplier: x << max(shift, 0), then srdhm by m, then rdbpot by
-            max(-shift, 0)
+(quantize_multiplier) and computes M * acc with integers only (mbqm: srdhm, a rounding
+doubling high multiply, then rdbpot, a rounding right shift; int8_fixed_point.py holds them).
 
 Then the output zero point is added and the result clamped to [act_min, act_max] (a fused
 ReLU / ReLU6 is only a narrower clamp, folded in by the caller) and stored as int8. Every
@@ -42,23 +35,24 @@ Conventions: NCHW like the float kernels; geometry arguments as backend.conv2d a
 kernels take them (numpy_backend.py); bias, multiplier and shift are int32 arrays with one
 entry per output channel; every kernel takes out= (epilogue.py's rule: a C-contiguous array of
 exactly the result's shape and dtype, written and returned; nothing is written on error).
-Arguments are checked by the small helpers in "argument checks" below, which the C bindings
+Arguments are checked by the small helpers of int8_checks.py, which the C bindings
 mirror: a wrong type is a TypeError, a wrong dtype, shape or value a ValueError, each message
 starting with the kernel's name.
 """
-import math
-
 import numpy as np
 
 from .epilogue import check_out, result_into
+from .int8_checks import (INT32_MAX, INT32_MIN, MAX_LEFT_SHIFT, MAX_REDUCTION,  # noqa: F401
+                          _act_range, _array, _channel_params, _int_arg,
+                          _ints, _output_size, _reduction, _scale, _weights, _zero_point)
+from .int8_fixed_point import (_mbqm, _requantize, _saturate32,  # noqa: F401
+                               add_multipliers, mbqm, quantize_multiplier, rdbpot,
+                               round_half_away, srdhm)
 
 __all__ = ["INT32_MAX", "INT32_MIN", "MAX_REDUCTION", "add_multipliers", "dequantize", "mbqm",
            "qadd", "qadd_prepare", "qavg_pool2d", "qconv2d", "qconv2d_prepare", "qlinear", "qlinear_prepare", "qmax_pool2d", "quantize",
            "quantize_multiplier", "rdbpot", "requantize", "round_half_away", "srdhm"]
 
-INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
-MAX_REDUCTION = 65536   # K * 255 * 127 < 2**31 for K up to this: an int32 dot never wraps
-MAX_LEFT_SHIFT = 23     # 255 << 23 < 2**31: qadd's (a - a_zp) << left_shift fits int32
 
 
 def _float_twins():
@@ -66,251 +60,6 @@ def _float_twins():
     module's kernels, so importing it at module level would be an import cycle."""
     from . import numpy_backend
     return numpy_backend
-
-
-# ==== rounding and the multiplier ==============================================================
-
-def round_half_away(v):
-    """Round to the nearest integer, ties away from zero, as C's round/roundf (0.5 -> 1,
-    -0.5 -> -1, 2.5 -> 3; numpy's np.round rounds ties to even). Keeps v's float dtype:
-    t = trunc(v); v - t is exact, so the tie test |v - t| >= 0.5 is exact too."""
-    v = np.asarray(v)
-    t = np.trunc(v)
-    with np.errstate(invalid="ignore"):          # inf - inf: the result is inf anyway
-        return t + np.where(np.abs(v - t) >= 0.5, np.sign(v), 0)
-
-
-def quantize_multiplier(real):
-    """TFLite's QuantizeMultiplier: real >= 0 as (m, shift) with real ~= m * 2**(shift - 31),
-    m an int32 in [2**30, 2**31) (or 0).
-
-        q, e = frexp(real)                 0.5 <= q < 1, real = q * 2**e
-        m = round_half_away(q * 2**31)     exact in float64
-        m == 2**31 (q rounded up to 1):    m = 2**30, e += 1
-        e < -31: (0, 0) (real is too small: it multiplies everything to 0)
-        e > 30:  (2**31 - 1, 30) (the largest representable)
-    """
-    if isinstance(real, bool) or not isinstance(real, (int, float, np.integer, np.floating)):
-        raise TypeError(f"quantize_multiplier: real must be a number, got "
-                        f"{type(real).__name__}")
-    real = float(real)
-    if not math.isfinite(real) or real < 0:
-        raise ValueError(f"quantize_multiplier: real must be finite and >= 0, got {real!r}")
-    if real == 0:
-        return 0, 0
-    q, e = math.frexp(real)
-    m = int(round_half_away(q * 2.0 ** 31))
-    if m == 2 ** 31:
-        m //= 2
-        e += 1
-    if e < -31:
-        return 0, 0
-    if e > 30:
-        return 2 ** 31 - 1, 30
-    return m, e
-
-
-def add_multipliers(a_scale, b_scale, y_scale, left_shift=20):
-    """The six integers of qadd for inputs of scales a_scale, b_scale and output y_scale (TFLite's
-    int8 ADD): both inputs are brought to the common scale twice_max / 2**left_shift, added,
-    and the sum rescaled to y_scale:
-
-        twice_max = 2 max(a_scale, b_scale)
-        (a_multiplier, a_shift) = quantize_multiplier(a_scale / twice_max)           (<= 1/2)
-        (b_multiplier, b_shift) = quantize_multiplier(b_scale / twice_max)           (<= 1/2)
-        (y_multiplier, y_shift) = quantize_multiplier(twice_max / (2**left_shift y_scale))
-    """
-    op = "add_multipliers"
-    a_scale, b_scale, y_scale = (float(_scale(op, name, s, np.float64)) for name, s in
-                                 (("a_scale", a_scale), ("b_scale", b_scale),
-                                  ("y_scale", y_scale)))
-    left_shift = _int_arg(op, "left_shift", left_shift, 0, MAX_LEFT_SHIFT)
-    twice_max = 2.0 * max(a_scale, b_scale)
-    return (*quantize_multiplier(a_scale / twice_max), *quantize_multiplier(b_scale / twice_max),
-            *quantize_multiplier(twice_max / ((1 << left_shift) * y_scale)))
-
-
-# ==== the fixed-point primitives ===============================================================
-# The public srdhm / rdbpot / mbqm check their arguments and return int32; the kernels call the
-# unchecked _srdhm / _rdbpot / _mbqm on int64 arrays holding int32 values (broadcasting).
-
-def _saturate32(x):
-    return np.clip(x, INT32_MIN, INT32_MAX)
-
-
-def _srdhm(a, b):
-    ab = a * b                                                      # exact: |ab| <= 2**62
-    v = ab + np.where(ab >= 0, 1 << 30, 1 - (1 << 30))              # the rounding nudge
-    high = np.where(v >= 0, v >> 31, -((-v) >> 31))                 # C's division: truncates
-    return np.where((a == INT32_MIN) & (b == INT32_MIN), INT32_MAX, high)
-
-
-def _rdbpot(x, exponent):
-    mask = (np.int64(1) << exponent) - 1
-    remainder = x & mask
-    threshold = (mask >> 1) + (x < 0)
-    return (x >> exponent) + (remainder > threshold)
-
-
-def _mbqm(x, multiplier, shift):
-    left, right = np.maximum(shift, 0), np.maximum(-shift, 0)
-    return _rdbpot(_srdhm(_saturate32(x << left), multiplier), right)
-
-
-def srdhm(a, b):
-    """TFLite's SaturatingRoundingDoublingHighMul (gemmlowp), elementwise over int32 values:
-
-        a == b == INT32_MIN:  INT32_MAX            (the one product that overflows)
-        else:  ab = a * b (64-bit);  nudge = 2**30 if ab >= 0 else 1 - 2**30
-               (ab + nudge) / 2**31, truncated toward zero as C's integer division
-
-    i.e. a b / 2**31 rounded to nearest, ties upwards (2.5 -> 3, -2.5 -> -2: the negative
-    nudge is one short of -1/2 and the division truncates)."""
-    a = _int32_values("srdhm", "a", a)
-    b = _int32_values("srdhm", "b", b)
-    return _srdhm(a, b).astype(np.int32)
-
-
-def rdbpot(x, exponent):
-    """TFLite's RoundingDivideByPOT: x / 2**exponent rounded to nearest, ties away from zero,
-    elementwise (0 <= exponent <= 31, >> arithmetic):
-
-        mask = 2**exponent - 1;  remainder = x & mask;  threshold = (mask >> 1) + (x < 0)
-        (x >> exponent) + (remainder > threshold)
-    """
-    x = _int32_values("rdbpot", "x", x)
-    exponent = _int32_values("rdbpot", "exponent", exponent, 0, 31)
-    return _rdbpot(x, exponent).astype(np.int32)
-
-
-def mbqm(x, multiplier, shift):
-    """TFLite's MultiplyByQuantizedMultiplier: x * multiplier * 2**(shift - 31), rounded,
-    elementwise (shift in [-31, 30], multiplier in [0, 2**31 - 1]):
-
-        xs = saturate_int32(x << max(shift, 0))
-        rdbpot(srdhm(xs, multiplier), max(-shift, 0))
-
-    TFLite computes x * (1 << left) in int32, which overflows for large x; saturating gives
-    the same result wherever TFLite's is defined."""
-    x = _int32_values("mbqm", "x", x)
-    multiplier = _int32_values("mbqm", "multiplier", multiplier, 0, INT32_MAX)
-    shift = _int32_values("mbqm", "shift", shift, -31, 30)
-    return _mbqm(x, multiplier, shift).astype(np.int32)
-
-
-def _requantize(acc, multiplier, shift, zero_point, act_min, act_max):
-    """int8 clamp(mbqm(acc, multiplier, shift) + zero_point, act_min, act_max): the output
-    stage of every kernel below (acc int64 holding int32 values)."""
-    y = _mbqm(acc, multiplier, shift) + zero_point
-    return np.clip(y, act_min, act_max).astype(np.int8)
-
-
-# ==== argument checks (one place; the C bindings mirror them) ==================================
-
-def _int32_values(op, name, v, lo=INT32_MIN, hi=INT32_MAX):
-    """v (an integer or an array of integers) as int64, every value in [lo, hi]."""
-    a = np.asarray(v)
-    if a.dtype.kind not in "iu":
-        raise TypeError(f"{op}: {name} must be integers (int32 values), got dtype {a.dtype}")
-    if a.size and (a.min() < lo or a.max() > hi):
-        raise ValueError(f"{op}: {name} must lie in [{lo}, {hi}], got values in "
-                         f"[{a.min()}, {a.max()}]")
-    return a.astype(np.int64)
-
-
-def _int_arg(op, name, v, lo=None, hi=None):
-    """A Python or numpy integer (not bool) in [lo, hi], as int."""
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        raise TypeError(f"{op}: {name} must be an int, got {type(v).__name__}")
-    v = int(v)
-    if (lo is not None and v < lo) or (hi is not None and v > hi):
-        raise ValueError(f"{op}: {name} must lie in [{lo}, {'inf' if hi is None else hi}], "
-                         f"got {v}")
-    return v
-
-
-def _zero_point(op, name, v):
-    return _int_arg(op, name, v, -128, 127)
-
-
-def _act_range(op, act_min, act_max):
-    act_min = _int_arg(op, "act_min", act_min, -128, 127)
-    act_max = _int_arg(op, "act_max", act_max, -128, 127)
-    if act_min > act_max:
-        raise ValueError(f"{op}: act_min ({act_min}) > act_max ({act_max}); pass "
-                         f"-128 <= act_min <= act_max <= 127 (-128, 127: no activation)")
-    return act_min, act_max
-
-
-def _scale(op, name, s, dtype=np.float32):
-    """A finite scale > 0 (in `dtype`, float32 for the kernels)."""
-    if isinstance(s, bool) or not isinstance(s, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{op}: {name} must be a float, got {type(s).__name__}")
-    with np.errstate(over="ignore"):
-        f = dtype(s)
-    if not (np.isfinite(f) and f > 0):
-        raise ValueError(f"{op}: {name} must be finite and > 0 (as {np.dtype(dtype)}), got {s!r}")
-    return f
-
-
-def _array(op, name, a, dtype, ndim=None, layout=""):
-    """a itself: an ndarray of `dtype` (and `ndim` dims)."""
-    dtype = np.dtype(dtype)
-    if not isinstance(a, np.ndarray):
-        raise TypeError(f"{op}: {name} must be a numpy.ndarray of dtype {dtype}, got "
-                        f"{type(a).__name__}")
-    if a.dtype != dtype:
-        fix = {"int8": "; quantize it first (quantize)", "float32": "; pass x.astype(np.float32)",
-               "int32": f"; pass np.asarray({name}, np.int32)"}[dtype.name]
-        raise ValueError(f"{op}: {name} has dtype {a.dtype} (shape {a.shape}), expected "
-                         f"{dtype}{fix}")
-    if ndim is not None and a.ndim != ndim:
-        raise ValueError(f"{op}: {name} has shape {a.shape}, expected {ndim} dims {layout}")
-    return a
-
-
-def _weights(op, w, ndim, layout):
-    w = _array(op, "w", w, np.int8, ndim, layout)
-    if w.size and w.min() == -128:
-        raise ValueError(f"{op}: w (shape {w.shape}) holds -128; int8 weights must lie in "
-                         f"[-127, 127] (TFLite's symmetric range): quantize them with "
-                         f"scale max|w| / 127, or clip them with np.maximum(w, -127)")
-    return w
-
-
-def _channel_params(op, bias, multiplier, shift, channels):
-    """bias (int64, zeros for None), multiplier, shift (int64): int32 arrays of shape
-    (channels,), one per output channel, multiplier in [0, 2**31 - 1], shift in [-31, 30]."""
-    arrays = {"bias": bias, "multiplier": multiplier, "shift": shift}
-    if bias is None:
-        arrays["bias"] = np.zeros(channels, np.int32)
-    for name, a in arrays.items():
-        _array(op, name, a, np.int32)
-        if a.shape != (channels,):
-            raise ValueError(f"{op}: {name} has shape {a.shape}, expected ({channels},): one "
-                             f"int32 per output channel")
-    multiplier = _int32_values(op, "multiplier", arrays["multiplier"], 0, INT32_MAX)
-    shift = _int32_values(op, "shift", arrays["shift"], -31, 30)
-    return arrays["bias"].astype(np.int64), multiplier, shift
-
-
-def _ints(op, name, v, n, lo):
-    """A tuple (or list) of n ints >= lo, as a tuple."""
-    if not isinstance(v, (tuple, list)) or len(v) != n:
-        raise TypeError(f"{op}: {name} must be a tuple of {n} ints, got {v!r}")
-    return tuple(_int_arg(op, name, e, lo) for e in v)
-
-
-def _reduction(op, k):
-    if k > MAX_REDUCTION:
-        raise ValueError(f"{op}: the reduction length K = {k} exceeds {MAX_REDUCTION}, beyond "
-                         f"which an int32 accumulator could wrap; split the layer")
-
-
-def _output_size(op, ho, wo, x_shape):
-    if ho < 1 or wo < 1:
-        raise ValueError(f"{op}: the window does not fit the (padded) input of shape "
-                         f"{x_shape}: the output would be {ho}x{wo}")
 
 
 # ==== quantize, dequantize, requantize =========================================================
