@@ -106,12 +106,23 @@ def test_qgemm_path_names_the_kernel_the_cpu_runs():
     assert isinstance(short, str) and short
 
 
-def test_int8_with_amx_masked_off_gives_the_same_bytes():
-    """MTE_CPU_DISABLE=amx_int8 (what a CPU without AMX runs): the same bytes as the default
-    kernels, from the same inputs in a fresh process, on a long reduction."""
+def assert_same_digest_with_masked(code, features):
+    """`code` (prints a digest of kernel outputs) gives the same line in a fresh process with
+    the CPU features `features` masked off (MTE_CPU_DISABLE) as with none."""
     import os
     import subprocess
     import sys
+    digests = set()
+    for mask in ("", features):
+        env = dict(os.environ, MTE_CPU_DISABLE=mask)
+        digests.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                                   text=True, timeout=120, check=True).stdout.strip())
+    assert len(digests) == 1
+
+
+def test_int8_with_amx_masked_off_gives_the_same_bytes():
+    """MTE_CPU_DISABLE=amx_int8 (what a CPU without AMX runs): the same bytes as the default
+    kernels, from the same inputs in a fresh process, on a long reduction."""
     code = ("import numpy as np, hashlib; from minitorch_edge.backend import native_int8 as q\n"
             "r = np.random.default_rng(2)\n"
             "x = r.integers(-128, 128, (1, 96, 9, 13), dtype=np.int8)\n"
@@ -120,12 +131,7 @@ def test_int8_with_amx_masked_off_gives_the_same_bytes():
             "m = np.full(45, 1 << 30, np.int32); s = np.full(45, -9, np.int32)\n"
             "y = q.qconv2d(x, 3, w, b, m, s, -5, -128, 127, (1, 1), (1, 1, 1, 1), (1, 1), 1)\n"
             "print(hashlib.sha256(y.tobytes()).hexdigest())\n")
-    digests = set()
-    for mask in ("", "amx_int8"):
-        env = dict(os.environ, MTE_CPU_DISABLE=mask)
-        digests.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                                   text=True, timeout=120, check=True).stdout.strip())
-    assert len(digests) == 1
+    assert_same_digest_with_masked(code, "amx_int8")
 
 
 @SETTINGS
@@ -151,9 +157,6 @@ def test_narrow_depthwise3x3_equals_twin(n, c, h, wd, fast, seed):
 def test_depthwise_without_vbmi_gives_the_same_bytes():
     """MTE_CPU_DISABLE=avx512_vbmi (a Cascade Lake: VNNI without byte permutes) runs the
     copy kernel on narrow planes: the same bytes as the permute route."""
-    import os
-    import subprocess
-    import sys
     code = ("import numpy as np, hashlib; from minitorch_edge.backend import native_int8 as q\n"
             "r = np.random.default_rng(5)\n"
             "out = []\n"
@@ -165,12 +168,7 @@ def test_depthwise_without_vbmi_gives_the_same_bytes():
             "    out.append(q.qconv2d(x, 3, w, b, m, s, -5, -128, 127, (1, 1), (1, 1, 1, 1),"
             " (1, 1), 6).tobytes())\n"
             "print(hashlib.sha256(b''.join(out)).hexdigest())\n")
-    digests = set()
-    for mask in ("", "avx512_vbmi"):
-        env = dict(os.environ, MTE_CPU_DISABLE=mask)
-        digests.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                                   text=True, timeout=120, check=True).stdout.strip())
-    assert len(digests) == 1
+    assert_same_digest_with_masked(code, "avx512_vbmi")
 
 
 @SETTINGS
