@@ -68,8 +68,7 @@ static mte_qchan *make_chan(const mte_qconv2d_plan *p, const conv_geom *g, int32
   return chan;
 }
 
-/* the descriptor, zero point and requantization are valid for the plan, and x, y do not
- * overlap; *empty: nothing to compute */
+/* the descriptor, zero point and requantization are valid for the plan (g: its geometry) */
 static int check_run(const mte_qconv2d_plan *p, const mte_conv2d_desc *d, int32_t x_zp,
                      const mte_requant *rq, conv_geom *g) {
   if (!p) return MTE_EINVAL;

@@ -57,8 +57,8 @@ static int tab_applies(const mte_qdw_kernel *k, const conv_geom *g) {
 /* The index tables of mte_qdw_tab for an H x W plane. Chunk rows R: the flat outputs of a
  * chunk (pitch p = W + 2, as the copy kernels' layout) fit 64 lanes, its input rows 127
  * bytes. Window (i, s), lane byte b: flat padded position q = b + s + i * p, padded row
- * q / p (input row r0 - 1 + q / p), column q % p (0 and W + 1: padding). After the packs
- * (narrow() below), byte 16 m + 4 k + i' holds flat output 16 m + 4 i' + k. */
+ * q / p (input row r0 - 1 + q / p), column q % p (0 and W + 1: padding). After the kernel's
+ * two saturating packs, byte 16 m + 4 k + i' holds flat output 16 m + 4 i' + k. */
 static void tab_build(mte_qdw_tab *t, int64_t H, int64_t W) {
   const int64_t p = W + 2;
   int64_t R = 64 / p;
@@ -82,25 +82,23 @@ int mte__qdepthwise3x3(const conv_geom *g, const mte_qconv2d_plan *p, const int8
                        int32_t x_zp, const mte_qchan *chan, const mte_requant *rq, int8_t *y,
                        mte_arena *arena) {
   const mte_qdw_kernel *k = mte__isa()->qdepthwise;
+  const int64_t planes = g->N * g->C;
+  const int nt = mte__threads_for((double)planes * g->HW * 9, 64.0 * 64.0 * 64.0, planes);
   if (tab_applies(k, g)) {
     mte_qdw_tab t;
     tab_build(&t, g->H, g->W);
     t.C = g->C, t.x = x, t.w3x3 = p->w3x3, t.chan = chan, t.x_zp = x_zp, t.zp = rq->zero_point;
     t.lo = rq->act_min, t.hi = rq->act_max, t.y = y;
-    const int64_t planes = g->N * g->C;
-    const int nt = mte__threads_for((double)planes * g->HW * 9, 64.0 * 64.0 * 64.0, planes);
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
 #endif
     for (int j = 0; j < nt; ++j) k->planes_tab(&t, planes * j / nt, planes * (j + 1) / nt);
     return MTE_OK;
   }
-  const int64_t planes = g->N * g->C;
   const int u8 = k->x_offset == 128;
   const flat f = layout(g, u8 ? MTE_QDW_TAIL_U8 : MTE_QDW_TAIL);
   const size_t qbytes = mte__q_align((size_t)f.elems * (u8 ? 1 : sizeof(int16_t)));
   const size_t per = qbytes + mte__q_align((size_t)rup(f.n, 64));
-  const int nt = mte__threads_for((double)planes * g->HW * 9, 64.0 * 64.0 * 64.0, planes);
   qscratch s;
   int st;
   uint8_t *buf = (uint8_t *)mte__qscratch_open(&s, arena, per * (size_t)nt, &st);

@@ -41,6 +41,12 @@ static inline __m512i quad(int b0, int b1, int b2, int b3) {
                                      (uint32_t)(uint8_t)b2 << 16 | (uint32_t)(uint8_t)b3 << 24));
 }
 
+/* tap row (w0, w1, w2) as the weights of output 4l (wa) and 4l + 1 (wb) of a 4-byte lane */
+static inline void tap_quads(int w0, int w1, int w2, __m512i *wa, __m512i *wb) {
+  *wa = quad(w0, w1, w2, 0);
+  *wb = quad(0, w0, w1, w2);
+}
+
 /* the rows of x, as x ^ 0x80, into their phases of the byte plane (as widen() of the
  * int16 kernels: the fields in locals, no division per row) */
 static void copy_in(const mte_qdw_plane *a) {
@@ -110,11 +116,8 @@ static void qdw_plane_avx512vnni(const mte_qdw_plane *a) {
   const int64_t n = a->n;
   int64_t row = 0; /* the output row of the chunk's first output */
   __m512i wa[3], wb[3];
-  for (int i = 0; i < 3; ++i) {
-    const int16_t *w = a->w + 3 * i;
-    wa[i] = quad(w[0], w[1], w[2], 0);
-    wb[i] = quad(0, w[0], w[1], w[2]);
-  }
+  for (int i = 0; i < 3; ++i)
+    tap_quads(a->w[3 * i], a->w[3 * i + 1], a->w[3 * i + 2], &wa[i], &wb[i]);
 #define REQ(v) (fast ? mte__requant512_fast(v, &f) : mte__requant512_dot(v, &ch, zp, lo32, hi32))
   if (a->sw == 1) {
     /* lane q after the packs: byte 4k + i is output 16q + 4i + k (accumulator k) */
@@ -185,10 +188,7 @@ __attribute__((target("avx512vbmi"))) static void qdw_tab_avx512vnni(const mte_q
     const __m512i comp = _mm512_set1_epi32(ch.comp);
     const int8_t *w = t->w3x3 + 9 * c;
     __m512i wa[3], wb[3];
-    for (int i = 0; i < 3; ++i) {
-      wa[i] = quad(w[3 * i], w[3 * i + 1], w[3 * i + 2], 0);
-      wb[i] = quad(0, w[3 * i], w[3 * i + 1], w[3 * i + 2]);
-    }
+    for (int i = 0; i < 3; ++i) tap_quads(w[3 * i], w[3 * i + 1], w[3 * i + 2], &wa[i], &wb[i]);
     const uintptr_t x = (uintptr_t)(t->x + pl * HW); /* loads before the plane: masked off */
     int8_t *const y = t->y + pl * HW;
     for (int64_t r0 = 0; r0 < H; r0 += R) {
